@@ -1,0 +1,54 @@
+// pmrkit/counting_resource.hpp — allocation statistics for any memory resource.
+//
+// counting_resource forwards every call to the resource it wraps and counts what passed
+// through: use it in front of a strategy (what the application asked for) or as a strategy's
+// upstream (what the strategy took from the system). Thread-safe: counters are relaxed
+// atomics, so concurrent use is cheap and a stats() snapshot is consistent per field, not
+// across fields. It does not own the wrapped resource, which must outlive it.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory_resource>
+
+namespace pmrkit {
+
+struct allocation_stats {
+  std::uint64_t allocations = 0;        // successful allocate() calls
+  std::uint64_t deallocations = 0;      // deallocate() calls
+  std::uint64_t bytes_in_use = 0;       // allocated and not yet deallocated
+  std::uint64_t peak_bytes_in_use = 0;  // high-water mark of bytes_in_use
+  std::uint64_t bytes_allocated = 0;    // total over the lifetime, never decreases
+  std::uint64_t blocks_in_use() const noexcept { return allocations - deallocations; }
+};
+
+class counting_resource final : public std::pmr::memory_resource {
+ public:
+  explicit counting_resource(
+      std::pmr::memory_resource* wrapped = std::pmr::get_default_resource()) noexcept
+      : wrapped_(wrapped) {}
+  counting_resource(const counting_resource&) = delete;
+  counting_resource& operator=(const counting_resource&) = delete;
+
+  allocation_stats stats() const noexcept;
+  // Zeroes the totals; bytes_in_use is kept (the blocks are still out) and becomes the peak.
+  void reset_totals() noexcept;
+  std::pmr::memory_resource* wrapped() const noexcept { return wrapped_; }
+
+ private:
+  void* do_allocate(std::size_t bytes, std::size_t alignment) override;
+  void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override;
+  bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
+    return this == &other;
+  }
+
+  std::pmr::memory_resource* wrapped_;
+  std::atomic<std::uint64_t> allocations_{0};
+  std::atomic<std::uint64_t> deallocations_{0};
+  std::atomic<std::uint64_t> bytes_in_use_{0};
+  std::atomic<std::uint64_t> peak_bytes_in_use_{0};
+  std::atomic<std::uint64_t> bytes_allocated_{0};
+};
+
+}  // namespace pmrkit

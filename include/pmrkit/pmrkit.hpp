@@ -1,0 +1,9 @@
+// pmrkit/pmrkit.hpp — everything in the core library, in one include.
+// Each header below states its own thread-safety and ownership rules.
+#pragma once
+
+#include "pmrkit/aligned_pool_resource.hpp"
+#include "pmrkit/boost_pool_resource.hpp"
+#include "pmrkit/counting_resource.hpp"
+#include "pmrkit/mimalloc_resource.hpp"
+#include "pmrkit/registry.hpp"

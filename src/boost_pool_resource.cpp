@@ -1,0 +1,127 @@
+#include "pmrkit/boost_pool_resource.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <boost/pool/pool.hpp>
+#include <cstring>
+#include <vector>
+
+#include "factories.hpp"
+
+namespace pmrkit {
+namespace {
+
+// Chunks are handed to boost::pool this far into an upstream block: the header keeps the
+// block's size and upstream (boost's UserAllocator::free gets neither), and keeps chunk
+// starts 64-byte aligned so power-of-two blocks up to 64 bytes are naturally aligned.
+constexpr std::size_t chunk_alignment = 64;
+
+struct chunk_header {
+  std::pmr::memory_resource* upstream;
+  std::size_t bytes;
+};
+static_assert(sizeof(chunk_header) <= chunk_alignment);
+
+// Boost.Pool's UserAllocator is a type with static functions, so it cannot carry a pointer to
+// "this resource's upstream". The resource names its upstream in this thread-local slot for
+// the duration of each call into a pool that may grow; free() reads it from the chunk header.
+thread_local std::pmr::memory_resource* growing_upstream = nullptr;
+
+struct upstream_user_allocator {
+  using size_type = std::size_t;
+  using difference_type = std::ptrdiff_t;
+
+  static char* malloc(size_type bytes) {
+    std::pmr::memory_resource* upstream = growing_upstream;
+    auto* raw = static_cast<char*>(upstream->allocate(bytes + chunk_alignment, chunk_alignment));
+    const chunk_header header{upstream, bytes + chunk_alignment};
+    std::memcpy(raw, &header, sizeof header);
+    return raw + chunk_alignment;
+  }
+
+  static void free(char* chunk) {
+    char* raw = chunk - chunk_alignment;
+    chunk_header header;
+    std::memcpy(&header, raw, sizeof header);
+    header.upstream->deallocate(raw, header.bytes, chunk_alignment);
+  }
+};
+
+class growing_scope {
+ public:
+  explicit growing_scope(std::pmr::memory_resource* upstream) : saved_(growing_upstream) {
+    growing_upstream = upstream;
+  }
+  ~growing_scope() { growing_upstream = saved_; }
+  growing_scope(const growing_scope&) = delete;
+  growing_scope& operator=(const growing_scope&) = delete;
+
+ private:
+  std::pmr::memory_resource* saved_;
+};
+
+constexpr std::size_t min_class = 8;
+
+std::size_t class_index(std::size_t rounded) {
+  return static_cast<std::size_t>(std::countr_zero(rounded) - std::countr_zero(min_class));
+}
+
+}  // namespace
+
+struct boost_pool_resource::pools {
+  std::vector<std::unique_ptr<boost::pool<upstream_user_allocator>>> by_class;
+};
+
+boost_pool_resource::boost_pool_resource(boost_pool_options options,
+                                         std::pmr::memory_resource* upstream)
+    : pools_(std::make_unique<pools>()), upstream_(upstream), max_pooled_(options.max_pooled) {
+  for (std::size_t size = min_class; size <= max_pooled_; size *= 2) {
+    const std::size_t first = std::max<std::size_t>(1, options.chunk_size / size);
+    const std::size_t most = std::max(first, options.max_chunk_size / size);
+    pools_->by_class.push_back(
+        std::make_unique<boost::pool<upstream_user_allocator>>(size, first, most));
+  }
+}
+
+boost_pool_resource::~boost_pool_resource() = default;  // each pool purges its chunks
+
+void boost_pool_resource::trim() {
+  for (auto& pool : pools_->by_class) pool->release_memory();
+}
+
+// The class a request is pooled in, or 0 when it goes straight to upstream.
+static std::size_t pooled_class(std::size_t bytes, std::size_t alignment, std::size_t max_pooled) {
+  if (bytes > max_pooled || alignment > chunk_alignment) return 0;
+  const std::size_t rounded = std::bit_ceil(std::max({bytes, alignment, min_class}));
+  return rounded > max_pooled ? 0 : rounded;
+}
+
+void* boost_pool_resource::do_allocate(std::size_t bytes, std::size_t alignment) {
+  const std::size_t rounded = pooled_class(bytes, alignment, max_pooled_);
+  if (rounded == 0) return upstream_->allocate(bytes, alignment);
+  const growing_scope scope(upstream_);
+  void* p = pools_->by_class[class_index(rounded)]->malloc();
+  if (!p) throw std::bad_alloc();
+  return p;
+}
+
+void boost_pool_resource::do_deallocate(void* p, std::size_t bytes, std::size_t alignment) {
+  const std::size_t rounded = pooled_class(bytes, alignment, max_pooled_);
+  if (rounded == 0) return upstream_->deallocate(p, bytes, alignment);
+  pools_->by_class[class_index(rounded)]->free(p);
+}
+
+namespace detail {
+
+resource_ptr make_boost_pool(option_reader& options, std::pmr::memory_resource* upstream) {
+  boost_pool_options o;
+  o.max_pooled = options.power_of_two("max_pooled", o.max_pooled, 8, 1 << 20);
+  o.chunk_size = options.size("chunk_size", o.chunk_size, 64, std::size_t{1} << 30);
+  o.max_chunk_size =
+      options.size("max_chunk_size", std::max(o.max_chunk_size, o.chunk_size), o.chunk_size,
+                   std::size_t{1} << 30);
+  return std::make_unique<boost_pool_resource>(o, upstream);
+}
+
+}  // namespace detail
+}  // namespace pmrkit
