@@ -18,6 +18,9 @@ class buffer_pool;
 
 class byte_buffer {
  public:
+  // Every block a byte_buffer allocates, frees or hands to its pool has this alignment.
+  static constexpr std::size_t alignment = alignof(std::max_align_t);
+
   // Empty, with no storage; grows from the current default resource.
   byte_buffer() noexcept = default;
   // Empty, with no storage; grows from `resource`.
