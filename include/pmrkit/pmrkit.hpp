@@ -4,6 +4,8 @@
 
 #include "pmrkit/aligned_pool_resource.hpp"
 #include "pmrkit/boost_pool_resource.hpp"
+#include "pmrkit/buffer_pool.hpp"
+#include "pmrkit/byte_buffer.hpp"
 #include "pmrkit/counting_resource.hpp"
 #include "pmrkit/mimalloc_resource.hpp"
 #include "pmrkit/registry.hpp"
