@@ -1,0 +1,77 @@
+#include "bare_list_resource.hpp"
+
+#include <cstddef>
+#include <mutex>
+#include <new>
+#include <vector>
+
+namespace pmrkit::bench {
+namespace {
+
+constexpr std::size_t granule = 16;
+constexpr std::size_t largest = 4096;
+constexpr std::size_t slab_bytes = 1 << 20;
+
+struct free_block {
+  free_block* next;
+};
+
+// Slabs outlive the thread that carved them (its blocks may sit in another thread's list), so
+// they are kept process-wide and returned at exit.
+struct slab_store {
+  std::mutex lock;
+  std::vector<void*> slabs;
+  ~slab_store() {
+    for (void* s : slabs) ::operator delete(s, std::align_val_t{granule});
+  }
+  void* take() {
+    void* slab = ::operator new(slab_bytes, std::align_val_t{granule});
+    const std::lock_guard guard(lock);
+    slabs.push_back(slab);
+    return slab;
+  }
+};
+slab_store store;
+
+struct thread_lists {
+  free_block* heads[largest / granule + 1] = {};
+  std::byte* bump = nullptr;
+  std::byte* bump_end = nullptr;
+
+  void* carve(std::size_t rounded) {
+    if (static_cast<std::size_t>(bump_end - bump) < rounded) {
+      void* slab = store.take();
+      bump = static_cast<std::byte*>(slab);
+      bump_end = bump + slab_bytes;
+    }
+    void* p = bump;
+    bump += rounded;
+    return p;
+  }
+};
+
+thread_local thread_lists lists;
+
+}  // namespace
+
+void* bare_list_resource::do_allocate(std::size_t bytes, std::size_t alignment) {
+  if (bytes > largest || alignment > granule)
+    return ::operator new(bytes, std::align_val_t{alignment});
+  const std::size_t index = (bytes + granule - 1) / granule;
+  if (free_block* b = lists.heads[index]) {
+    lists.heads[index] = b->next;
+    return b;
+  }
+  return lists.carve(index == 0 ? granule : index * granule);
+}
+
+void bare_list_resource::do_deallocate(void* p, std::size_t bytes, std::size_t alignment) {
+  if (bytes > largest || alignment > granule)
+    return ::operator delete(p, bytes, std::align_val_t{alignment});
+  const std::size_t index = (bytes + granule - 1) / granule;
+  auto* b = static_cast<free_block*>(p);
+  b->next = lists.heads[index];
+  lists.heads[index] = b;
+}
+
+}  // namespace pmrkit::bench

@@ -1,0 +1,21 @@
+// The reference floor for the allocator patterns: a bare thread-local free list per 16-byte
+// size class, behind the same std::pmr::memory_resource interface users call. No instance
+// lookup, no statistics, no memory ever returned to the system before thread exit, no checks:
+// nothing a real resource could drop is left to drop. Blocks above 4 KiB or aligned more
+// than 16 bytes go to operator new. Any thread may free any block (it joins that thread's
+// list). Benchmarks only.
+#pragma once
+
+#include <memory_resource>
+
+namespace pmrkit::bench {
+
+class bare_list_resource final : public std::pmr::memory_resource {
+  void* do_allocate(std::size_t bytes, std::size_t alignment) override;
+  void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override;
+  bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
+    return this == &other;
+  }
+};
+
+}  // namespace pmrkit::bench

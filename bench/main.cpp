@@ -1,0 +1,24 @@
+// pmrkit_bench: Google Benchmark's main, plus pmrkit's own flags:
+//   --strategy=SPEC            run only this strategy (also: PMRKIT_STRATEGY=SPEC)
+//   --pmrkit_list_strategies   print the strategies and exit
+#include <benchmark/benchmark.h>
+
+#include <exception>
+#include <iostream>
+
+#include "bench_support.hpp"
+
+int main(int argc, char** argv) {
+  try {
+    if (!pmrkit::bench::parse_pmrkit_flags(argc, argv)) return 0;
+  } catch (const std::exception& e) {
+    std::cerr << e.what() << '\n';
+    return 2;
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+  pmrkit::bench::run_registrars();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

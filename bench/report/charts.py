@@ -1,0 +1,141 @@
+"""Charts of a run (matplotlib, PNG): per workload, time/op and B/op per strategy with fresh and
+pooled side by side; and throughput against threads for the thread-scaling patterns."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only; never needs a display
+import matplotlib.pyplot as plt  # noqa: E402
+
+import analysis  # noqa: E402
+
+VARIANT_COLORS = {"fresh": "#4c72b0", "pooled": "#dd8452", "": "#4c72b0"}
+REFERENCE_COLOR = "#2a9d3a"
+DPI = 100
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_")
+
+
+def _time_scale(values: list[float]) -> tuple[float, str]:
+    top = max(values, default=0.0)
+    for limit, scale, unit in ((1e3, 1.0, "ns"), (1e6, 1e3, "µs"), (1e9, 1e6, "ms")):
+        if top < limit:
+            return scale, unit
+    return 1e9, "s"
+
+
+def _bytes_scale(values: list[float]) -> tuple[float, str]:
+    top = max(values, default=0.0)
+    for limit, scale, unit in ((1024, 1, "B"), (1024**2, 1024, "KiB"), (1024**3, 1024**2, "MiB")):
+        if top < limit:
+            return scale, unit
+    return 1024**3, "GiB"
+
+
+def _categories(table: analysis.Table) -> tuple[list[str], list[str], dict]:
+    """Bar groups (one per strategy, preload rows on their own) and the variants in each."""
+    groups: dict[str, dict[str, analysis.AnalyzedRow]] = {}
+    variants: list[str] = []
+    for row in table.rows:
+        if row.role == "reference":
+            continue
+        group = row.key.strategy + (f"\n[{row.key.preload}]" if row.key.preload else "")
+        groups.setdefault(group, {})[row.key.variant] = row
+        if row.key.variant not in variants:
+            variants.append(row.key.variant)
+    return list(groups), variants, groups
+
+
+def workload_chart(table: analysis.Table, path: str) -> str:
+    """time/op and B/op side by side, a bar per variant, the reference as a dashed line."""
+    names, variants, groups = _categories(table)
+    reference = next((r for r in table.rows if r.role == "reference"), None)
+    panels = [("ns_per_op", "time/op", _time_scale), ("bytes_per_op", "B/op", _bytes_scale)]
+    height = 1.2 + 0.42 * max(1, len(names)) * max(1, len(variants)) ** 0.5
+    fig, axes = plt.subplots(1, 2, figsize=(11, height), sharey=True)
+    bar = 0.8 / max(1, len(variants))
+    for ax, (metric, title, scaler) in zip(axes, panels):
+        values = [r.median(metric) for g in groups.values() for r in g.values()
+                  if r.median(metric) is not None]
+        if reference and reference.median(metric) is not None:
+            values.append(reference.median(metric))
+        scale, unit = scaler(values)
+        for v_index, variant in enumerate(variants):
+            ys, widths = [], []
+            for n_index, name in enumerate(names):
+                row = groups[name].get(variant)
+                if row is not None and row.median(metric) is not None:
+                    ys.append(n_index + (v_index - (len(variants) - 1) / 2) * bar)
+                    widths.append(row.median(metric) / scale)
+            ax.barh(ys, widths, height=bar * 0.95, color=VARIANT_COLORS.get(variant, "#888"),
+                    label=variant or "strategy")
+        if reference and reference.median(metric) is not None:
+            ax.axvline(reference.median(metric) / scale, color=REFERENCE_COLOR, linestyle="--",
+                       label=reference.label)
+        ax.set_title(f"{title} ({unit}), lower is better", fontsize=10)
+        ax.grid(axis="x", alpha=0.3)
+        ax.set_axisbelow(True)
+    axes[0].set_yticks(range(len(names)))
+    axes[0].set_yticklabels(names, fontsize=9)
+    axes[0].invert_yaxis()
+    axes[1].legend(fontsize=8, loc="lower right")
+    fig.suptitle(table.title, fontsize=12, x=0.01, ha="left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+    return path
+
+
+def thread_scaling_chart(workload: str, tables: list[analysis.Table], path: str) -> str:
+    """Throughput (Mops/s, all threads together) against the number of threads, per row."""
+    lines: dict[str, list[tuple[int, float]]] = {}
+    for table in sorted(tables, key=lambda t: t.threads):
+        for row in table.rows:
+            ns = row.median("ns_per_op")
+            if ns:
+                lines.setdefault(row.label, []).append((table.threads, 1e3 / ns))
+    fig, ax = plt.subplots(figsize=(9, 5))
+    for label, points in lines.items():
+        xs, ys = zip(*points)
+        style = "--" if "bare_list" in label else ("-." if "preload" in label else "-")
+        ax.plot(xs, ys, style, marker="o", label=label)
+    threads = sorted({t.threads for t in tables})
+    ax.set_xticks(threads)
+    ax.set_xlabel("threads")
+    ax.set_ylabel("Mops/s, all threads (higher is better)")
+    ax.set_title(f"{workload}: thread scaling", fontsize=12)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    fig.tight_layout()
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+    return path
+
+
+def write_all(tables: list[analysis.Table], directory: str) -> dict[str, str]:
+    """Every chart of a run as charts/<name>.png; returns {table title or scaling key: path}."""
+    os.makedirs(directory, exist_ok=True)
+    for stale in os.listdir(directory):
+        if stale.endswith(".png"):
+            os.unlink(os.path.join(directory, stale))
+    written = {}
+    by_workload: dict[str, list[analysis.Table]] = {}
+    for table in tables:
+        by_workload.setdefault(table.workload, []).append(table)
+        written[table.title] = workload_chart(
+            table, os.path.join(directory, slug(table.title) + ".png"))
+    for workload, group in by_workload.items():
+        if len(group) > 1:
+            written[scaling_key(workload)] = thread_scaling_chart(
+                workload, group, os.path.join(directory, "thread_scaling_" + slug(workload) + ".png"))
+    return written
+
+
+def scaling_key(workload: str) -> str:
+    return f"{workload} thread scaling"

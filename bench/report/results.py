@@ -1,0 +1,232 @@
+"""Reading pmrkit_bench's Google Benchmark JSON into rows of samples.
+
+A benchmark name such as ``Serialization/with_metrics/size_class:max_pooled=128K/pooled`` is
+split into a RowKey: the workload (every path element that is neither the strategy nor the
+variant), the strategy (the element naming a known strategy), the variant (fresh, pooled or
+limit; none for the Alloc* patterns) and the thread count. Runs made with a replaced process
+allocator (LD_PRELOAD) carry a ``pmrkit_preload`` field and a `` [preload=NAME]`` name suffix.
+
+With repetitions, Google Benchmark writes one ``run_type: iteration`` entry per repetition and
+then aggregates; the per-repetition entries are the samples. A file holding only aggregates
+(``--benchmark_report_aggregates_only``) yields one sample per row, from the mean.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from typing import Iterable
+
+# Strategies pmrkit registers; a binary can report more (see runner.list_strategies), and an
+# unknown name is still recognised by its position in the benchmark name.
+KNOWN_STRATEGIES = (
+    "new_delete", "std_sync_pool", "std_unsync_pool", "monotonic", "boost_pool", "mimalloc",
+    "mimalloc_heap", "size_class", "size_class_unsync", "checked",
+)
+BASELINE_STRATEGY = "new_delete"
+REFERENCE_STRATEGY = "bare_list"  # the Alloc* patterns' "no allocator at all" row
+VARIANTS = ("fresh", "pooled", "limit")
+BASELINE_VARIANT = "fresh"
+LIMIT_VARIANT = "limit"
+
+# Name elements Google Benchmark appends that say how a benchmark was run, not what it is.
+_RUN_MODIFIER = re.compile(
+    r"^(real_time|process_time|manual_time|(min_time|min_warmup_time|iterations|repetitions):.*)$")
+_PRELOAD_SUFFIX = re.compile(r"\s*\[preload=([^\]]+)\]$")
+PRELOAD_FIELD = "pmrkit_preload"
+
+_TIME_UNIT_TO_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
+
+# The metrics a row carries, by the key used everywhere else (tables, CSV, charts).
+METRICS = ("ns_per_op", "allocs_per_op", "bytes_per_op", "mb_per_s", "items_per_s")
+
+
+@dataclasses.dataclass(frozen=True, order=True)
+class RowKey:
+    workload: str
+    threads: int
+    strategy: str  # "" for a limit row
+    variant: str   # "" for an Alloc* pattern row
+    preload: str   # "" unless the process allocator was replaced
+
+    @property
+    def is_pattern(self) -> bool:
+        """An allocator pattern (AllocPairs, ...): no fresh/pooled variants."""
+        return self.variant == ""
+
+    @property
+    def is_reference(self) -> bool:
+        return self.variant == LIMIT_VARIANT or self.strategy == REFERENCE_STRATEGY
+
+    @property
+    def label(self) -> str:
+        """How the row is named in tables: strategy/variant, plus the preload tag."""
+        if self.variant == LIMIT_VARIANT:
+            text = LIMIT_VARIANT
+        elif self.variant:
+            text = f"{self.strategy}/{self.variant}"
+        else:
+            text = self.strategy
+        if self.preload:
+            text += f" [preload={self.preload}]"
+        return text
+
+    @property
+    def table(self) -> tuple[str, int]:
+        """Rows that are compared with each other share a table: same workload, same threads."""
+        return (self.workload, self.threads)
+
+
+@dataclasses.dataclass
+class Row:
+    key: RowKey
+    name: str  # the benchmark's run name as Google Benchmark wrote it (without the tag)
+    samples: dict[str, list[float]] = dataclasses.field(default_factory=dict)
+
+    def values(self, metric: str) -> list[float]:
+        return self.samples.get(metric, [])
+
+    @property
+    def repetitions(self) -> int:
+        return len(self.values("ns_per_op"))
+
+
+@dataclasses.dataclass
+class ResultSet:
+    rows: dict[RowKey, Row]
+    context: dict
+    errors: list[tuple[str, str]]  # (benchmark name, message) of runs that reported an error
+
+    def tables(self) -> dict[tuple[str, int], list[Row]]:
+        """Rows grouped by table, both in order of first appearance."""
+        grouped: dict[tuple[str, int], list[Row]] = {}
+        for row in self.rows.values():
+            grouped.setdefault(row.key.table, []).append(row)
+        return grouped
+
+    def strategies(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for key in self.rows:
+            if key.strategy and not key.is_reference:
+                seen.setdefault(key.strategy, None)
+        return list(seen)
+
+
+def strategy_base(element: str) -> str:
+    """``size_class:max_pooled=128K`` -> ``size_class``: a spec's strategy name."""
+    return element.split(":", 1)[0]
+
+
+def parse_name(name: str, known: Iterable[str] = KNOWN_STRATEGIES, preload: str = "") -> RowKey:
+    """Splits a benchmark run name into its RowKey (see the module comment)."""
+    known = set(known) | {REFERENCE_STRATEGY}
+    tag = _PRELOAD_SUFFIX.search(name)
+    if tag:
+        preload = preload or tag.group(1)
+        name = name[:tag.start()]
+    threads = 1
+    parts = []
+    for element in name.split("/"):
+        if element.startswith("threads:") and element[8:].isdigit():
+            threads = int(element[8:])
+        elif not _RUN_MODIFIER.match(element):
+            parts.append(element)
+    group, rest = parts[0], parts[1:]
+
+    variant_at = max((i for i, e in enumerate(rest) if e in VARIANTS), default=None)
+    variant = rest[variant_at] if variant_at is not None else ""
+    strategy_at = next((i for i, e in enumerate(rest)
+                        if i != variant_at and strategy_base(e) in known), None)
+    if strategy_at is None and variant in ("fresh", "pooled") and variant_at > 0:
+        strategy_at = variant_at - 1   # an unknown strategy sits just before its variant
+    if strategy_at is None and not variant and rest:
+        strategy_at = 0                # Alloc* patterns: <Pattern>/<strategy>
+    strategy = rest[strategy_at] if strategy_at is not None else ""
+    extra = [e for i, e in enumerate(rest) if i not in (variant_at, strategy_at)]
+    return RowKey(workload="/".join([group] + extra), threads=threads, strategy=strategy,
+                  variant=variant, preload=preload)
+
+
+def _metrics_of(entry: dict) -> dict[str, float]:
+    """One benchmark entry's metrics, normalised: time in ns/op, throughput in MB/s."""
+    out = {}
+    scale = _TIME_UNIT_TO_NS.get(entry.get("time_unit", "ns"), 1.0)
+    if "real_time" in entry:
+        out["ns_per_op"] = float(entry["real_time"]) * scale
+    for counter in ("allocs_per_op", "bytes_per_op", "items_per_s"):
+        if counter in entry:
+            out[counter] = float(entry[counter])
+    if "bytes_per_second" in entry:
+        out["mb_per_s"] = float(entry["bytes_per_second"]) / 1e6
+    if "items_per_second" in entry:
+        out["items_per_s"] = float(entry["items_per_second"])
+    return out
+
+
+def run_name_of(entry: dict) -> str:
+    return entry.get("run_name") or entry.get("name", "")
+
+
+def from_json(doc: dict, known: Iterable[str] = KNOWN_STRATEGIES) -> ResultSet:
+    """Builds a ResultSet from one Google Benchmark JSON document (merged or not)."""
+    known = tuple(known)
+    entries = doc.get("benchmarks", [])
+    errors = []
+    with_iterations = {(run_name_of(e), e.get(PRELOAD_FIELD, "")) for e in entries
+                       if e.get("run_type", "iteration") == "iteration"}
+    rows: dict[RowKey, Row] = {}
+    for entry in entries:
+        name, preload = run_name_of(entry), entry.get(PRELOAD_FIELD, "")
+        if entry.get("error_occurred"):
+            errors.append((name, entry.get("error_message", "error")))
+            continue
+        if entry.get("run_type", "iteration") == "aggregate":
+            # Only when no per-repetition entries exist, and then only the mean.
+            if (name, preload) in with_iterations or entry.get("aggregate_name") != "mean":
+                continue
+        key = parse_name(name, known, preload)
+        row = rows.get(key)
+        if row is None:
+            row = rows[key] = Row(key=key, name=_PRELOAD_SUFFIX.sub("", name))
+        for metric, value in _metrics_of(entry).items():
+            row.samples.setdefault(metric, []).append(value)
+    return ResultSet(rows=rows, context=doc.get("context", {}), errors=errors)
+
+
+def load(path: str, known: Iterable[str] = KNOWN_STRATEGIES) -> ResultSet:
+    with open(path, encoding="utf-8") as f:
+        try:
+            doc = json.load(f)
+        except json.JSONDecodeError as e:
+            raise SystemExit(f"{path}: not a Google Benchmark JSON file ({e}); write one with "
+                             "--benchmark_out=FILE --benchmark_out_format=json") from None
+    if not isinstance(doc, dict) or "benchmarks" not in doc:
+        raise SystemExit(f"{path}: no 'benchmarks' array; expected Google Benchmark JSON output")
+    return from_json(doc, known)
+
+
+def tag_preload(doc: dict, preload: str) -> dict:
+    """Marks every entry of a run made under LD_PRELOAD, so merged files keep rows apart."""
+    for entry in doc.get("benchmarks", []):
+        entry[PRELOAD_FIELD] = preload
+        for field in ("name", "run_name"):
+            if field in entry:
+                base = entry[field]
+                if field == "name" and entry.get("run_type") == "aggregate":
+                    # "X_mean" -> "X [preload=p]_mean" would not parse back; keep the suffix last.
+                    base = entry.get("run_name", base)
+                    entry[field] = f"{base} [preload={preload}]_{entry.get('aggregate_name', '')}"
+                else:
+                    entry[field] = f"{base} [preload={preload}]"
+    return doc
+
+
+def merge(docs: list[dict], extra_context: dict | None = None) -> dict:
+    """One document from several runs' documents: the first context, every benchmark entry."""
+    merged = {"context": dict(docs[0].get("context", {})) if docs else {}, "benchmarks": []}
+    if extra_context:
+        merged["context"].update(extra_context)
+    for doc in docs:
+        merged["benchmarks"].extend(doc.get("benchmarks", []))
+    return merged

@@ -1,0 +1,148 @@
+#!/usr/bin/python3
+"""The main benchmark job: run every workload under every strategy, then report.
+
+    bench/report/run.py --bench build/bench/pmrkit_bench --out out/ [options]
+
+Runs each benchmark of pmrkit_bench (fresh and pooled variants, the limit reference, the
+Alloc* patterns) with repetitions, one process per benchmark, then the fresh rows again under
+whole-process allocators (LD_PRELOAD jemalloc, tcmalloc, mimalloc). Prints one table per
+workload with deltas against new_delete/fresh and a Mann-Whitney U test, and writes
+OUT/results.json (merged Google Benchmark JSON), OUT/summary.csv, OUT/report.html and
+OUT/charts/*.png. See docs/benchmarks.md for how to read them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import analysis  # noqa: E402
+import charts  # noqa: E402
+import html_report  # noqa: E402
+import results  # noqa: E402
+import runner  # noqa: E402
+import summary_csv  # noqa: E402
+import tables  # noqa: E402
+from progress import Progress  # noqa: E402
+
+# Budget (2 cores): ~230 benchmarks by default. Each costs about min_time * (repetitions + 1)
+# (Google Benchmark's iteration-count search, then the repetitions) plus process start-up.
+DEFAULT_REPETITIONS = 5   # the fewest with which the U test can reach p < 0.05 (5+5: p=0.008)
+DEFAULT_MIN_TIME = 0.05
+QUICK_REPETITIONS = 3
+QUICK_MIN_TIME = 0.002
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="run.py", description=__doc__.split("\n\n")[0],
+        epilog="Environment: PMRKIT_STRATEGY is the default for --strategy.")
+    p.add_argument("--bench", default="build/bench/pmrkit_bench", help="the pmrkit_bench binary")
+    p.add_argument("--out", default="out", help="directory for results.json, summary.csv, "
+                   "report.html and charts/ (default: out)")
+    p.add_argument("--quick", action="store_true",
+                   help=f"smoke run: {QUICK_REPETITIONS} repetitions of {QUICK_MIN_TIME}s, "
+                   "no preload rows; too few samples for significance")
+    p.add_argument("--strategy", default=os.environ.get("PMRKIT_STRATEGY", ""),
+                   metavar="SPEC", help="only this strategy (a spec such as "
+                   "size_class:max_pooled=128K), plus the new_delete baseline and limit rows")
+    p.add_argument("--workload", action="append", default=[], metavar="NAME",
+                   help="only this workload or pattern (repeatable), e.g. InsertMultiple, "
+                   "AllocMixedShared")
+    p.add_argument("--no-preload", action="store_true",
+                   help="skip the rows with the process allocator replaced via LD_PRELOAD")
+    p.add_argument("--repetitions", type=int, metavar="N",
+                   help=f"repetitions per benchmark (default {DEFAULT_REPETITIONS}, "
+                   f"--quick {QUICK_REPETITIONS})")
+    p.add_argument("--min-time", type=float, metavar="SECONDS",
+                   help=f"Google Benchmark min time per repetition (default {DEFAULT_MIN_TIME}"
+                   f", --quick {QUICK_MIN_TIME})")
+    p.add_argument("--list", action="store_true", help="print what would run, and stop")
+    p.add_argument("--from-json", metavar="FILE",
+                   help="do not run anything: report on an existing results.json")
+    args = p.parse_args(argv)
+    if args.repetitions is None:
+        args.repetitions = QUICK_REPETITIONS if args.quick else DEFAULT_REPETITIONS
+    if args.min_time is None:
+        args.min_time = QUICK_MIN_TIME if args.quick else DEFAULT_MIN_TIME
+    if args.repetitions < 1:
+        p.error("--repetitions must be at least 1")
+    if args.min_time <= 0:
+        p.error("--min-time must be positive")
+    if args.quick:
+        args.no_preload = True
+    return args
+
+
+def write_reports(out_dir: str, doc: dict, result_set: results.ResultSet,
+                  notes: list[str]) -> list[analysis.Table]:
+    """Prints the tables and writes every file of the out directory; returns the tables."""
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, "results.json"), "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=1)
+    analyzed = analysis.analyze_run(result_set)
+    text = tables.render_all(analyzed)
+    print(text, end="")
+    with open(os.path.join(out_dir, "tables.txt"), "w", encoding="utf-8") as f:
+        f.write(text)
+    summary_csv.write(os.path.join(out_dir, "summary.csv"), analyzed)
+    chart_paths = charts.write_all(analyzed, os.path.join(out_dir, "charts"))
+    html_report.write(os.path.join(out_dir, "report.html"), "pmrkit benchmarks", analyzed,
+                      chart_paths, result_set.context, notes)
+    return analyzed
+
+
+def main(argv: list[str]) -> int:
+    sys.stdout.reconfigure(errors="replace")
+    args = parse_args(argv)
+    if args.from_json:
+        doc = json.load(open(args.from_json, encoding="utf-8"))
+        result_set = results.from_json(doc)
+        write_reports(args.out, doc, result_set, doc.get("context", {}).get("pmrkit_notes", []))
+        print(f"wrote {args.out}/summary.csv, report.html, charts/", file=sys.stderr)
+        return 0
+
+    try:
+        known = tuple(runner.list_strategies(args.bench) or ()) + results.KNOWN_STRATEGIES
+        plan = runner.plan(args.bench, known, strategy=args.strategy, workloads=args.workload,
+                           preload=not args.no_preload)
+    except runner.BenchError as e:
+        print(f"run.py: {e}", file=sys.stderr)
+        return 2
+    for note in plan.notes:
+        print(note, file=sys.stderr)
+    if args.list:
+        print("\n".join(job.display for job in plan.jobs))
+        return 0
+
+    guess = args.min_time * (args.repetitions + 1) + 0.1
+    progress = Progress(len(plan.jobs), guess)
+    outcome = runner.run(args.bench, plan.jobs, args.repetitions, args.min_time, progress)
+    progress.close()
+
+    doc = outcome.doc
+    notes = plan.notes + [f"failed: {f}" for f in outcome.failures]
+    doc["context"].update(
+        pmrkit_command=shlex.join(["run.py"] + argv), pmrkit_repetitions=args.repetitions,
+        pmrkit_min_time=args.min_time, pmrkit_strategy=args.strategy or "all",
+        pmrkit_notes=notes)
+    if not doc["benchmarks"]:
+        print("run.py: no benchmark produced results", file=sys.stderr)
+        return 1
+    result_set = results.from_json(doc, known)
+    write_reports(args.out, doc, result_set, notes)
+    for note in notes:
+        print(note, file=sys.stderr)
+    print(f"wrote {args.out}/results.json, summary.csv, report.html, charts/", file=sys.stderr)
+    if outcome.interrupted:
+        return 130
+    return 1 if outcome.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,220 @@
+"""Running pmrkit_bench: which benchmarks to run, one process per benchmark, merged JSON.
+
+Each benchmark runs in a process of its own (an anchored --benchmark_filter), which gives the
+progress line something to count, keeps one strategy's heap state out of the next one's
+timings, and lets a crash cost one row instead of the whole run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import tempfile
+
+import results
+from progress import Progress
+
+# Whole-process allocators for the preload rows: (tag, library, Debian package).
+PRELOADS = (
+    ("jemalloc", "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", "libjemalloc2"),
+    ("tcmalloc", "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4",
+     "libgoogle-perftools4"),
+    ("mimalloc", "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2", "libmimalloc2.0"),
+)
+JOB_TIMEOUT_S = 600
+
+
+class BenchError(RuntimeError):
+    """pmrkit_bench could not be run or refused the request; the message says why."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    name: str               # the benchmark, as --benchmark_list_tests printed it
+    args: tuple[str, ...]   # extra flags, e.g. ("--strategy=new_delete",)
+    preload: str = ""       # tag of the replaced process allocator, "" for none
+    preload_path: str = ""
+
+    @property
+    def display(self) -> str:
+        return self.name + (f" [preload={self.preload}]" if self.preload else "")
+
+
+def _child_env(preload_path: str = "") -> dict:
+    env = dict(os.environ)
+    # The strategy is always passed as a flag; an inherited PMRKIT_STRATEGY must not leak
+    # into the baseline or preload runs.
+    env.pop("PMRKIT_STRATEGY", None)
+    if preload_path:
+        env["LD_PRELOAD"] = preload_path
+    else:
+        env.pop("LD_PRELOAD", None)
+    return env
+
+
+def _call(bench: str, args: list[str], timeout: float = 120) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run([bench] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, timeout=timeout, env=_child_env())
+    except FileNotFoundError:
+        raise BenchError(f"{bench}: no such benchmark binary; build it with "
+                         "`cmake --build build --target pmrkit_bench`") from None
+    except PermissionError:
+        raise BenchError(f"{bench}: not executable") from None
+
+
+def list_benchmarks(bench: str, strategy: str = "") -> list[str]:
+    args = ["--benchmark_list_tests=true"] + ([f"--strategy={strategy}"] if strategy else [])
+    done = _call(bench, args)
+    if done.returncode != 0:
+        raise BenchError(f"{bench} {' '.join(args)} failed (exit {done.returncode}):\n"
+                         f"{done.stderr.strip()}")
+    return [line.strip() for line in done.stdout.splitlines() if line.strip()]
+
+
+def list_strategies(bench: str) -> list[str] | None:
+    """The strategies the binary offers, if it can say (--pmrkit_list_strategies)."""
+    try:
+        done = _call(bench, ["--pmrkit_list_strategies"], timeout=30)
+    except (BenchError, subprocess.TimeoutExpired):
+        return None
+    if done.returncode != 0:
+        return None
+    names = [line.split()[0] for line in done.stdout.splitlines() if line.strip()]
+    return names or None
+
+
+def _workload_matches(key: results.RowKey, workloads: list[str]) -> bool:
+    if not workloads:
+        return True
+    group = key.workload.split("/", 1)[0].lower()
+    return any(w.lower() in (key.workload.lower(), group) for w in workloads)
+
+
+@dataclasses.dataclass
+class Plan:
+    jobs: list[Job]
+    notes: list[str]  # what was left out and why (missing preload libraries, ...)
+
+
+def plan(bench: str, known: tuple[str, ...], strategy: str = "", workloads=(),
+         preload: bool = True, preload_patterns: bool = True) -> Plan:
+    """Every benchmark to run, in the binary's order, then the preload rows."""
+    notes = []
+    jobs: list[Job] = []
+    seen: set[results.RowKey] = set()
+
+    def add(names: list[str], args: tuple[str, ...], keep) -> None:
+        for name in names:
+            key = results.parse_name(name, known)
+            if key not in seen and _workload_matches(key, workloads) and keep(key):
+                seen.add(key)
+                jobs.append(Job(name, args))
+
+    if strategy:
+        add(list_benchmarks(bench, strategy), (f"--strategy={strategy}",), lambda k: True)
+    else:
+        add(list_benchmarks(bench), (), lambda k: True)
+    baseline_names: list[str] | None = None
+    if strategy and results.strategy_base(strategy) != results.BASELINE_STRATEGY:
+        # A narrowed run still needs the baseline and the reference rows to compare with.
+        baseline_names = list_benchmarks(bench, results.BASELINE_STRATEGY)
+        add(baseline_names, (f"--strategy={results.BASELINE_STRATEGY}",),
+            lambda k: k.is_reference or (k.strategy == results.BASELINE_STRATEGY
+                                         and k.variant in ("", results.BASELINE_VARIANT)))
+    if not jobs:
+        raise BenchError("no benchmark matches "
+                         + (f"--workload {' '.join(workloads)}" if workloads else "the request")
+                         + f"; workloads available: {', '.join(available_workloads(bench, known))}")
+    if preload:
+        if baseline_names is None:
+            baseline_names = list_benchmarks(bench, results.BASELINE_STRATEGY)
+        eligible = []
+        for name in baseline_names:
+            key = results.parse_name(name, known)
+            if (key.strategy == results.BASELINE_STRATEGY and _workload_matches(key, workloads)
+                    and (key.variant == results.BASELINE_VARIANT
+                         or (preload_patterns and key.is_pattern))):
+                eligible.append(name)
+        for tag, path, package in PRELOADS:
+            if not os.path.exists(path):
+                notes.append(f"preload {tag} skipped: {path} is missing "
+                             f"(apt-get install {package})")
+                continue
+            jobs += [Job(name, (f"--strategy={results.BASELINE_STRATEGY}",), tag, path)
+                     for name in eligible]
+    return Plan(jobs, notes)
+
+
+def available_workloads(bench: str, known) -> list[str]:
+    seen: dict[str, None] = {}
+    for name in list_benchmarks(bench):
+        seen.setdefault(results.parse_name(name, known).workload.split("/", 1)[0], None)
+    return list(seen)
+
+
+def ere_escape(text: str) -> str:
+    """Escapes a benchmark name for Google Benchmark's filter (a POSIX extended regex)."""
+    return "".join("\\" + c if c in ".[]{}()\\*+?^$|" else c for c in text)
+
+
+@dataclasses.dataclass
+class Outcome:
+    doc: dict               # merged Google Benchmark JSON
+    failures: list[str]     # one line per benchmark that did not produce results
+    interrupted: bool
+
+
+def run(bench: str, jobs: list[Job], repetitions: int, min_time: float,
+        progress: Progress) -> Outcome:
+    docs, failures = [], []
+    interrupted = False
+    with tempfile.TemporaryDirectory(prefix="pmrkit-report-") as tmp:
+        out_path = os.path.join(tmp, "run.json")
+        for job in jobs:
+            progress.start(job.display)
+            args = [f"--benchmark_filter=^{ere_escape(job.name)}$",
+                    f"--benchmark_repetitions={repetitions}",
+                    f"--benchmark_min_time={min_time:g}",
+                    f"--benchmark_out={out_path}", "--benchmark_out_format=json",
+                    *job.args]
+            try:
+                if os.path.exists(out_path):
+                    os.unlink(out_path)
+                done = subprocess.run([bench] + args, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.PIPE, text=True, timeout=JOB_TIMEOUT_S,
+                                      env=_child_env(job.preload_path))
+            except KeyboardInterrupt:
+                interrupted = True
+                progress.note("interrupted: reporting the benchmarks that finished")
+                break
+            except subprocess.TimeoutExpired:
+                failures.append(f"{job.display}: no result within {JOB_TIMEOUT_S}s")
+                progress.note("FAILED " + failures[-1])
+                progress.finish_one()
+                continue
+            progress.finish_one()
+            doc = _read_json(out_path)
+            if done.returncode != 0 or not doc or not doc.get("benchmarks"):
+                why = (done.stderr or "").strip().splitlines()[-3:]
+                failures.append(f"{job.display}: exit {done.returncode}"
+                                + (": " + " | ".join(why) if why else ""))
+                progress.note("FAILED " + failures[-1])
+                continue
+            for entry in doc["benchmarks"]:
+                if entry.get("error_occurred"):
+                    failures.append(f"{job.display}: {entry.get('error_message', 'error')}")
+                    progress.note("FAILED " + failures[-1])
+                    break
+            docs.append(results.tag_preload(doc, job.preload) if job.preload else doc)
+    return Outcome(results.merge(docs), failures, interrupted)
+
+
+def _read_json(path: str) -> dict | None:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, json.JSONDecodeError):
+        return None
