@@ -38,7 +38,7 @@ class AnalyzedRow:
 class Verdict:
     fastest: AnalyzedRow | None
     leanest: AnalyzedRow | None
-    leanest_ties: int               # other rows with the same (lowest) B/op
+    leanest_ties: int               # other rows within LEAN_TOLERANCE of the lowest B/op
     best_preload: AnalyzedRow | None
     reference: AnalyzedRow | None
 
@@ -76,17 +76,25 @@ def _role(key: results.RowKey) -> str:
     return "strategy"
 
 
+# B/op values this close count as equally lean (amortised pool refills make "0" read 0.0003).
+LEAN_TOLERANCE_BYTES = 1.0
+LEAN_TOLERANCE_FRACTION = 0.01
+
 _ROLE_ORDER = {"baseline": 0, "strategy": 1, "preload": 2, "reference": 3}
 _VARIANT_ORDER = {"fresh": 0, "pooled": 1}
 
 
 def _ordered(rows: list[results.Row], strategy_order: list[str]) -> list[results.Row]:
+    """Baseline, strategies (in the binary's order, fresh before pooled), preloads, reference."""
     rank = {s: i for i, s in enumerate(strategy_order)}
+    preload_rank: dict[str, int] = {}
+    for row in rows:
+        preload_rank.setdefault(row.key.preload, len(preload_rank))
 
     def key(row: results.Row):
         k = row.key
-        return (_ROLE_ORDER[_role(k)], rank.get(k.strategy, len(rank)), k.strategy,
-                _VARIANT_ORDER.get(k.variant, 2), k.preload)
+        return (_ROLE_ORDER[_role(k)], preload_rank[k.preload], rank.get(k.strategy, len(rank)),
+                k.strategy, _VARIANT_ORDER.get(k.variant, 2))
     return sorted(rows, key=key)
 
 
@@ -180,7 +188,8 @@ def verdict(table: Table) -> Verdict:
     leanest, ties = None, 0
     if with_bytes:
         least = min(r.median("bytes_per_op") for r in with_bytes)
-        lean = [r for r in with_bytes if r.median("bytes_per_op") == least]
+        bound = least + max(LEAN_TOLERANCE_BYTES, least * LEAN_TOLERANCE_FRACTION)
+        lean = [r for r in with_bytes if r.median("bytes_per_op") < bound]
         leanest = min(lean, key=lambda r: r.median("ns_per_op"))
         ties = len(lean) - 1
     preloads = [r for r in table.rows if r.role == "preload" and r.median("ns_per_op") is not None]

@@ -84,9 +84,10 @@ def workload_chart(table: analysis.Table, path: str) -> str:
     axes[0].set_yticks(range(len(names)))
     axes[0].set_yticklabels(names, fontsize=9)
     axes[0].invert_yaxis()
-    axes[1].legend(fontsize=8, loc="lower right")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=8, loc="upper right", ncol=len(labels), frameon=False)
     fig.suptitle(table.title, fontsize=12, x=0.01, ha="left")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 0.97))
     fig.savefig(path, dpi=DPI)
     plt.close(fig)
     return path

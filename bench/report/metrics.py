@@ -14,6 +14,8 @@ def format_time(ns: float) -> str:
 
 
 def format_bytes(b: float) -> str:
+    if 0 < b < 1:
+        return "<1B"  # amortised: a pool's rare refill spread over millions of ops
     for limit, unit, scale in ((1024, "B", 1), (1024**2, "KiB", 1024), (1024**3, "MiB", 1024**2)):
         if abs(b) < limit:
             return f"{b / scale:.4g}{unit}"
@@ -21,6 +23,8 @@ def format_bytes(b: float) -> str:
 
 
 def format_count(n: float) -> str:
+    if 0 < n < 0.01:
+        return "<0.01"  # amortised, as for bytes
     return f"{n:.4g}"
 
 

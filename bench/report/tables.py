@@ -51,7 +51,7 @@ def format_ratio(value: float | None) -> str:
 
 
 def reference_header(table: analysis.Table) -> str:
-    return f"vs {table.reference}" if table.reference else "vs limit"
+    return f"vs {table.reference}"
 
 
 def grid(table: analysis.Table) -> Grid:
@@ -63,16 +63,18 @@ def grid(table: analysis.Table) -> Grid:
         headers += [metric.header, "vs base"]
         numeric += [True, True]
         better += [0, -1 if metric.lower_is_better else 1]
-    headers.append(reference_header(table))
-    numeric.append(True)
-    better.append(0)
+    if table.reference:
+        headers.append(reference_header(table))
+        numeric.append(True)
+        better.append(0)
     rows = []
     for row in table.rows:
         cells = [row.label]
         for metric in table.metrics:
             cells.append(format_value(metric, row.summary.get(metric.key)))
             cells.append(BASE_MARK if row.role == "baseline" else format_delta(row.delta[metric.key]))
-        cells.append(format_ratio(row.vs_reference))
+        if table.reference:
+            cells.append(format_ratio(row.vs_reference))
         rows.append(cells)
     return Grid(headers, rows, numeric, better, [r.role for r in table.rows])
 
@@ -84,9 +86,10 @@ def compare_grid(table: analysis.Table) -> Grid:
         headers += [f"old {metric.header}", f"new {metric.header}", "delta"]
         numeric += [True, True, True]
         better += [0, 0, -1 if metric.lower_is_better else 1]
-    headers.append(reference_header(table) + " (new)")
-    numeric.append(True)
-    better.append(0)
+    if table.reference:
+        headers.append(reference_header(table) + " (new)")
+        numeric.append(True)
+        better.append(0)
     rows = []
     for row in table.rows:
         cells = [row.label]
@@ -94,7 +97,8 @@ def compare_grid(table: analysis.Table) -> Grid:
             cells.append(format_value(metric, (row.old or {}).get(metric.key)))
             cells.append(format_value(metric, row.summary.get(metric.key)))
             cells.append(format_delta(row.delta[metric.key]))
-        cells.append(format_ratio(row.vs_reference))
+        if table.reference:
+            cells.append(format_ratio(row.vs_reference))
         rows.append(cells)
     return Grid(headers, rows, numeric, better, [r.role for r in table.rows])
 
@@ -137,9 +141,12 @@ def verdict_lines(table: analysis.Table) -> list[str]:
                      f"/op, {_from_limit(v.fastest, v.reference)}")
     if v.leanest:
         bytes_text = m.format_bytes(v.leanest.median("bytes_per_op"))
-        ties = f" (and {v.leanest_ties} more at {bytes_text})" if v.leanest_ties else ""
+        ties = (f" (and {v.leanest_ties} more within "
+                f"{m.format_bytes(analysis.LEAN_TOLERANCE_BYTES)} or "
+                f"{analysis.LEAN_TOLERANCE_FRACTION:.0%})" if v.leanest_ties else "")
         ref_bytes = v.reference.median("bytes_per_op") if v.reference else None
-        ref_text = (f", limit has {m.format_bytes(ref_bytes)}/op" if ref_bytes is not None else "")
+        ref_text = (f", {v.reference.label} has {m.format_bytes(ref_bytes)}/op"
+                    if ref_bytes is not None else "")
         lines.append(f"leanest: {v.leanest.label} at {bytes_text}/op{ties}{ref_text}; "
                      f"{_from_limit(v.leanest, v.reference)}")
     if v.best_preload:
