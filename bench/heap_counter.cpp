@@ -32,20 +32,26 @@ std::atomic<std::uint64_t> retired_allocations{0};
 std::atomic<std::uint64_t> retired_bytes{0};
 thread_local slot* my_slot = nullptr;  // static TLS in the executable: reading it never allocates
 
-pthread_key_t exit_key;
-// pthread keys below PTHREAD_KEY_2NDLEVEL_SIZE never allocate in pthread_setspecific.
-const bool exit_key_ready = pthread_key_create(&exit_key, [](void* p) {
+void retire_slot(void* p) {
   auto* s = static_cast<slot*>(p);
   retired_allocations.fetch_add(s->allocations.exchange(0));
   retired_bytes.fetch_add(s->bytes.exchange(0));
   s->taken.store(false, std::memory_order_release);
-}) == 0;
+}
+
+// Created on the first claim rather than at static initialisation: the dynamic loader and
+// libstdc++ allocate before our initialisers run. pthread_once and keys below
+// PTHREAD_KEY_2NDLEVEL_SIZE never allocate.
+pthread_key_t exit_key;
+pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
+bool exit_key_ready = false;
 
 slot* claim_slot() noexcept {
   for (slot& s : slots) {
     bool expected = false;
     if (!s.taken.load(std::memory_order_relaxed) &&
         s.taken.compare_exchange_strong(expected, true, std::memory_order_acquire)) {
+      pthread_once(&exit_key_once, [] { exit_key_ready = pthread_key_create(&exit_key, retire_slot) == 0; });
       if (!exit_key_ready || pthread_setspecific(exit_key, &s) != 0) {
         s.taken.store(false);
         return &overflow;
