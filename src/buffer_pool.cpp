@@ -164,7 +164,7 @@ class pool_engine {
     std::mutex mutex;
     std::vector<block> blocks;                 // guarded by mutex
     std::atomic<std::size_t> free_slots{0};    // unheld part of max_per_bucket
-    std::atomic<std::uint64_t> buffers{0};     // blocks.size(), for stats() and a lock-free peek
+    std::atomic<std::uint64_t> buffers{0};     // blocks.size(), for stats()
     std::atomic<std::uint64_t> bytes{0};       // their capacities
   };
 
@@ -303,7 +303,6 @@ void pool_engine::return_slots(std::size_t bucket, std::size_t slots) noexcept {
 
 std::optional<block> pool_engine::pop_shared(std::size_t bucket) noexcept {
   shared_bucket& shared = buckets_[bucket];
-  if (shared.buffers.load(std::memory_order_relaxed) == 0) return std::nullopt;
   std::lock_guard lock(shared.mutex);
   if (shared.blocks.empty()) return std::nullopt;
   const block taken = shared.blocks.back();

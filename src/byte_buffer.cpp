@@ -127,12 +127,13 @@ void byte_buffer::grow_to(std::size_t capacity) {
     return;
   }
 
+  std::pmr::memory_resource* const from = resource();
+  auto* fresh = static_cast<std::byte*>(from->allocate(target, alignment));
+  if (size_ > 0) std::memcpy(fresh, data_, size_);
+  if (data_ != nullptr) from->deallocate(data_, capacity_, alignment);
   // Bind to the default resource now, not at free time: the default may change in between,
   // and a block must go back to the resource it came from.
-  if (resource_ == nullptr) resource_ = std::pmr::get_default_resource();
-  auto* fresh = static_cast<std::byte*>(resource_->allocate(target, alignment));
-  if (size_ > 0) std::memcpy(fresh, data_, size_);
-  if (data_ != nullptr) resource_->deallocate(data_, capacity_, alignment);
+  resource_ = from;
   data_ = fresh;
   capacity_ = target;
 }
