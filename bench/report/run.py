@@ -47,7 +47,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    "report.html and charts/ (default: out)")
     p.add_argument("--quick", action="store_true",
                    help=f"smoke run: {QUICK_REPETITIONS} repetitions of {QUICK_MIN_TIME}s, "
-                   "no preload rows; too few samples for significance")
+                   "no preload rows unless --preload; too few samples for significance")
     p.add_argument("--strategy", default=os.environ.get("PMRKIT_STRATEGY", ""),
                    metavar="SPEC", help="only this strategy (a spec such as "
                    "size_class:max_pooled=128K), plus the new_delete baseline and limit rows")
@@ -56,6 +56,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    "AllocMixedShared")
     p.add_argument("--no-preload", action="store_true",
                    help="skip the rows with the process allocator replaced via LD_PRELOAD")
+    p.add_argument("--preload", action="append", default=[], metavar="NAME",
+                   choices=[tag for tag, _, _ in runner.PRELOADS],
+                   help="only this process allocator for the preload rows (repeatable; "
+                   "also turns preload rows on with --quick)")
     p.add_argument("--repetitions", type=int, metavar="N",
                    help=f"repetitions per benchmark (default {DEFAULT_REPETITIONS}, "
                    f"--quick {QUICK_REPETITIONS})")
@@ -74,8 +78,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         p.error("--repetitions must be at least 1")
     if args.min_time <= 0:
         p.error("--min-time must be positive")
-    if args.quick:
-        args.no_preload = True
+    if args.no_preload:
+        args.preloads = []
+    elif args.preload:
+        args.preloads = args.preload
+    else:
+        args.preloads = [] if args.quick else [tag for tag, _, _ in runner.PRELOADS]
     return args
 
 
@@ -110,7 +118,7 @@ def main(argv: list[str]) -> int:
     try:
         known = tuple(runner.list_strategies(args.bench) or ()) + results.KNOWN_STRATEGIES
         plan = runner.plan(args.bench, known, strategy=args.strategy, workloads=args.workload,
-                           preload=not args.no_preload)
+                           preloads=args.preloads)
     except runner.BenchError as e:
         print(f"run.py: {e}", file=sys.stderr)
         return 2

@@ -100,8 +100,9 @@ class Plan:
 
 
 def plan(bench: str, known: tuple[str, ...], strategy: str = "", workloads=(),
-         preload: bool = True, preload_patterns: bool = True) -> Plan:
-    """Every benchmark to run, in the binary's order, then the preload rows."""
+         preloads=tuple(tag for tag, _, _ in PRELOADS), preload_patterns: bool = True) -> Plan:
+    """Every benchmark to run, in the binary's order, then the preload rows (for each tag of
+    `preloads`: new_delete's fresh workloads and, with preload_patterns, its Alloc* rows)."""
     notes = []
     jobs: list[Job] = []
     seen: set[results.RowKey] = set()
@@ -128,7 +129,7 @@ def plan(bench: str, known: tuple[str, ...], strategy: str = "", workloads=(),
         raise BenchError("no benchmark matches "
                          + (f"--workload {' '.join(workloads)}" if workloads else "the request")
                          + f"; workloads available: {', '.join(available_workloads(bench, known))}")
-    if preload:
+    if preloads:
         if baseline_names is None:
             baseline_names = list_benchmarks(bench, results.BASELINE_STRATEGY)
         eligible = []
@@ -139,6 +140,8 @@ def plan(bench: str, known: tuple[str, ...], strategy: str = "", workloads=(),
                          or (preload_patterns and key.is_pattern))):
                 eligible.append(name)
         for tag, path, package in PRELOADS:
+            if tag not in preloads:
+                continue
             if not os.path.exists(path):
                 notes.append(f"preload {tag} skipped: {path} is missing "
                              f"(apt-get install {package})")

@@ -126,8 +126,8 @@ def render(g: Grid, indent: str = "") -> str:
 
 def _from_limit(row: analysis.AnalyzedRow, reference: analysis.AnalyzedRow | None) -> str:
     if row.vs_reference is None or reference is None:
-        return "no limit row to compare with"
-    return f"{row.vs_reference:.2f}x the time of {reference.label}"
+        return ""
+    return f", {row.vs_reference:.2f}x the time of {reference.label}"
 
 
 def verdict_lines(table: analysis.Table) -> list[str]:
@@ -138,7 +138,7 @@ def verdict_lines(table: analysis.Table) -> list[str]:
     lines = []
     if v.fastest:
         lines.append(f"fastest: {v.fastest.label} at {m.format_time(v.fastest.median('ns_per_op'))}"
-                     f"/op, {_from_limit(v.fastest, v.reference)}")
+                     f"/op{_from_limit(v.fastest, v.reference)}")
     if v.leanest:
         bytes_text = m.format_bytes(v.leanest.median("bytes_per_op"))
         ties = (f" (and {v.leanest_ties} more within "
@@ -147,11 +147,11 @@ def verdict_lines(table: analysis.Table) -> list[str]:
         ref_bytes = v.reference.median("bytes_per_op") if v.reference else None
         ref_text = (f", {v.reference.label} has {m.format_bytes(ref_bytes)}/op"
                     if ref_bytes is not None else "")
-        lines.append(f"leanest: {v.leanest.label} at {bytes_text}/op{ties}{ref_text}; "
+        lines.append(f"leanest: {v.leanest.label} at {bytes_text}/op{ties}{ref_text}"
                      f"{_from_limit(v.leanest, v.reference)}")
     if v.best_preload:
         lines.append(f"best process allocator: {v.best_preload.label} at "
-                     f"{m.format_time(v.best_preload.median('ns_per_op'))}/op, "
+                     f"{m.format_time(v.best_preload.median('ns_per_op'))}/op"
                      f"{_from_limit(v.best_preload, v.reference)}")
     return lines
 

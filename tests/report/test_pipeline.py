@@ -1,0 +1,206 @@
+#!/usr/bin/python3
+"""The whole report pipeline on the real pmrkit_bench, in --quick mode on one strategy.
+
+    test_pipeline.py --bench build/bench/pmrkit_bench [--strategy std_unsync_pool]
+                     [--preload jemalloc] [--workdir DIR]
+
+Runs bench/report/run.py, then checks what a user gets: the progress lines, one table per
+workload with the documented columns and a baseline row, results.json (parses, holds the
+strategy's rows, the new_delete baseline rows and the reference rows, the preload rows
+tagged), summary.csv (header and one row per table row), report.html (every table and every
+chart embedded) and charts/*.png; then compare.py on the run against itself, which must find
+no significant change anywhere. Timings are never asserted: machines are shared and noisy.
+"""
+
+import argparse
+import csv
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPORT = os.path.normpath(os.path.join(HERE, "..", "..", "bench", "report"))
+sys.path.insert(0, REPORT)
+
+import results  # noqa: E402
+import summary_csv  # noqa: E402
+
+failures = []
+
+
+def check(condition, message):
+    if not condition:
+        failures.append(message)
+    return condition
+
+
+def run_pipeline(args, out):
+    command = [sys.executable, os.path.join(REPORT, "run.py"), "--bench", args.bench,
+               "--out", out, "--quick", "--strategy", args.strategy]
+    for tag in args.preload:
+        command += ["--preload", tag]
+    env = dict(os.environ)
+    env.pop("PMRKIT_STRATEGY", None)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout,
+                          env=env)
+    if done.returncode != 0:
+        print(done.stdout[-4000:], done.stderr[-4000:], sep="\n", file=sys.stderr)
+        raise SystemExit(f"FAIL: run.py exited {done.returncode}")
+    return done.stdout, done.stderr
+
+
+def check_progress(stderr):
+    lines = [l for l in stderr.splitlines() if re.match(r"^\[\d+/\d+\] ", l)]
+    if not check(lines, "no progress lines on stderr"):
+        return 0
+    total = int(re.match(r"^\[1/(\d+)\] ", lines[0]).group(1))
+    check(len(lines) == total, f"{len(lines)} progress lines for {total} benchmarks")
+    check(all("left)" in l for l in lines), "a progress line without the estimated time left")
+    check(f"ran {total} of {total} benchmarks" in stderr, "no closing 'ran N of N' line")
+    return total
+
+
+def tables_with(bench, strategy):
+    """The tables in which the binary runs `strategy` (not every strategy runs every pattern:
+    threads:2 needs a thread-safe one, AllocMixed one that reuses memory)."""
+    listed = subprocess.run([bench, "--benchmark_list_tests=true", f"--strategy={strategy}"],
+                            capture_output=True, text=True, timeout=60, check=True).stdout
+    keys = [results.parse_name(n.strip()) for n in listed.splitlines() if n.strip()]
+    return {k.workload + (f" threads:{k.threads}" if k.threads != 1 else "")
+            for k in keys if k.strategy == strategy}
+
+
+def cells(row):
+    return re.split(r"\s{2,}", row.strip())
+
+
+def check_tables(stdout, strategy, expected_tables):
+    blocks = [b for b in stdout.strip().split("\n\n") if b.strip()]
+    check(blocks, "no tables printed")
+    titles = []
+    for block in blocks:
+        lines = block.splitlines()
+        title = lines[0].split(" — ")[0]
+        titles.append(title)
+        header = lines[1].split()
+        want = ["strategy/variant", "time/op", "vs", "base", "allocs/op", "vs", "base", "B/op",
+                "vs", "base"]
+        check(header[:len(want)] == want, f"{title}: columns {header}")
+        check(set(lines[2].replace(" ", "")) == {"-"}, f"{title}: no rule under the header")
+        rows = [l for l in lines[3:] if not l.startswith("  fastest") and
+                not l.startswith("  leanest") and not l.startswith("  best ")]
+        labels = [r.split()[0] for r in rows]
+        is_pattern = title.startswith("Alloc")
+        base = "new_delete" if is_pattern else "new_delete/fresh"
+        check(labels and labels[0] == base, f"{title}: first row {labels[:1]}, want {base}")
+        check(rows and rows[0].count(" base") >= 3, f"{title}: baseline row lacks 'base' cells")
+        has_strategy = any(l.split("/")[0] == strategy for l in labels)
+        check(has_strategy == (title in expected_tables),
+              f"{title}: {strategy} row {'unexpected' if has_strategy else 'missing'}: {labels}")
+        if "vs limit" in lines[1] or "vs bare_list" in lines[1]:
+            check(re.search(r"\d+\.\d\dx$", rows[-1]) is not None,
+                  f"{title}: reference row without a ratio: {rows[-1]!r}")
+        check(any(l.startswith("  fastest: ") for l in lines), f"{title}: no verdict")
+        # --quick has 3 repetitions: with distinct timings the exact U test cannot reach
+        # p < 0.05 (its smallest p for 3+3 is 0.1), so no time delta may be called.
+        for row in rows[1:]:
+            check(cells(row)[2].startswith("~ (p="), f"{title}: time delta called at n=3: {row}")
+    return titles
+
+
+def check_files(out, strategy, titles, preloads):
+    with open(os.path.join(out, "results.json"), encoding="utf-8") as f:
+        doc = json.load(f)
+    entries = doc["benchmarks"]
+    check(entries, "results.json has no benchmarks")
+    check(all("real_time" in e and "time_unit" in e for e in entries), "entry without real_time")
+    check(all("allocs_per_op" in e and "bytes_per_op" in e for e in entries
+              if e.get("run_type") == "iteration" and not e.get("error_occurred")),
+          "an iteration without allocs_per_op / bytes_per_op")
+    keys = [results.parse_name(results.run_name_of(e), preload=e.get(results.PRELOAD_FIELD, ""))
+            for e in entries]
+    check(any(k.strategy == strategy for k in keys), f"no {strategy} rows in results.json")
+    check(any(k.strategy == "new_delete" and not k.preload for k in keys), "no baseline rows")
+    check(any(k.is_reference for k in keys), "no limit/bare_list rows")
+    check(not any(k.strategy not in ("", strategy, "new_delete", "bare_list") for k in keys),
+          "rows of other strategies in a narrowed run")
+    for tag in preloads:
+        tagged = [e for e in entries if e.get(results.PRELOAD_FIELD) == tag
+                  and e.get("run_type") == "iteration"]
+        check(tagged and all(e["name"].endswith(f"[preload={tag}]") for e in tagged),
+              f"preload {tag}: rows missing or untagged")
+
+    with open(os.path.join(out, "summary.csv"), newline="", encoding="utf-8") as f:
+        reader = csv.DictReader(f)
+        check(reader.fieldnames == summary_csv.header(), f"CSV header {reader.fieldnames}")
+        records = list(reader)
+    check(len({(r["workload"], r["threads"]) for r in records}) == len(titles),
+          "CSV tables differ from printed tables")
+    check(all(float(r["ns_per_op_median"]) > 0 for r in records), "CSV row without a time")
+    check(all(r["role"] in ("baseline", "strategy", "preload", "reference") for r in records),
+          "CSV row with an unknown role")
+
+    with open(os.path.join(out, "report.html"), encoding="utf-8") as f:
+        page = f.read()
+    images = page.count('src="data:image/png;base64,')
+    chart_files = [n for n in os.listdir(os.path.join(out, "charts")) if n.endswith(".png")]
+    check(images >= len(titles), f"report.html embeds {images} charts for {len(titles)} tables")
+    check(images == len(chart_files), f"{images} embedded charts, {len(chart_files)} PNG files")
+    check(any(n.startswith("thread_scaling_") for n in chart_files), "no thread-scaling chart")
+    for name in chart_files:
+        with open(os.path.join(out, "charts", name), "rb") as f:
+            check(f.read(8) == b"\x89PNG\r\n\x1a\n", f"charts/{name} is not a PNG")
+    for title in titles:
+        check(f">{title}</h2>" in page, f"report.html lacks the {title} section")
+    check("<link" not in page and "<script src" not in page, "report.html is not standalone")
+
+
+def check_compare(out):
+    results_json = os.path.join(out, "results.json")
+    done = subprocess.run([sys.executable, os.path.join(REPORT, "compare.py"), results_json,
+                           results_json], capture_output=True, text=True, timeout=60)
+    check(done.returncode == 0, f"compare.py exited {done.returncode}: {done.stderr[-500:]}")
+    check("old time/op" in done.stdout and "new time/op" in done.stdout, "compare.py columns")
+    check(not re.search(r"[+-]\d+\.\d\d% \(p=", done.stdout),
+          "compare.py found a change between a run and itself")
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--bench", required=True)
+    p.add_argument("--strategy", default="std_unsync_pool")
+    p.add_argument("--preload", action="append", default=[],
+                   help="also run these preload rows (skipped if the library is missing)")
+    p.add_argument("--workdir", help="keep the run's files here (default: a temporary dir)")
+    p.add_argument("--timeout", type=float, default=110)
+    args = p.parse_args()
+    import runner
+    libraries = {tag: path for tag, path, _ in runner.PRELOADS}
+    args.preload = [t for t in args.preload if os.path.exists(libraries.get(t, ""))]
+
+    out = args.workdir or tempfile.mkdtemp(prefix="pmrkit-report-test-")
+    if args.workdir:
+        shutil.rmtree(out, ignore_errors=True)
+    try:
+        stdout, stderr = run_pipeline(args, out)
+        total = check_progress(stderr)
+        titles = check_tables(stdout, args.strategy, tables_with(args.bench, args.strategy))
+        check_files(out, args.strategy, titles, args.preload)
+        check_compare(out)
+    finally:
+        if not args.workdir:
+            shutil.rmtree(out, ignore_errors=True)
+    for f in failures:
+        print("FAIL:", f)
+    if failures:
+        return 1
+    print(f"ok: {total} benchmarks, {len(titles)} tables ({', '.join(titles)})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
