@@ -39,6 +39,14 @@ constexpr strategy_entry table[] = {
      "a private mimalloc heap, freed all at once when the resource is destroyed; "
      "single-threaded (use it on the thread that created it); ignores upstream",
      false, false, true, make_mimalloc_heap},
+    {"size_class",
+     "pmrkit's size-class pool: ~45 classes up to max_pooled, per-thread caches (no lock on the "
+     "common path), chunks from upstream returned once empty beyond max_retained; thread-safe",
+     true, true, true, make_size_class},
+    {"size_class_unsync",
+     "size_class's engine with a single-threaded policy: one cache, no locks, no atomics; "
+     "single-threaded",
+     false, true, true, make_size_class_unsync},
 };
 
 std::string valid_names() {

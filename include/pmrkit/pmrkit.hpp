@@ -9,3 +9,4 @@
 #include "pmrkit/counting_resource.hpp"
 #include "pmrkit/mimalloc_resource.hpp"
 #include "pmrkit/registry.hpp"
+#include "pmrkit/size_class_resource.hpp"

@@ -1,0 +1,114 @@
+// pmrkit/size_class_resource.hpp — pmrkit's own size-class pool.
+//
+// Requests up to max_pooled bytes are rounded up to one of ~45 size classes (8, 16, then steps
+// of 16 up to 128, then four classes per power of two) and served from chunks that the
+// resource takes from `upstream`, one chunk per class at a time. Larger requests, and
+// alignments a class cannot provide, go straight to upstream and straight back on free.
+// Chunks whose blocks are all free go back to upstream once more than max_retained bytes sit
+// in such chunks; release() and the destructor return everything, whatever is still
+// allocated. docs/size_class.md describes the design.
+//
+// Thread-safety: size_class_resource may be used from any threads at once, and a block may be
+// freed on a thread other than the one that allocated it. Each thread keeps a small cache per
+// resource, so the common allocate/free takes no lock; a thread that exits gives its cache
+// back, and destroying the resource while other threads still hold cached blocks is safe
+// (those threads simply forget them). size_class_unsync_resource is the same engine without
+// atomics or locks: one thread at a time.
+// Ownership: upstream is borrowed and must outlive the resource (and, for the synchronized
+// resource, be safe to call from several threads). The resource is neither copyable nor
+// movable; release() and destruction must not run concurrently with other calls on it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <memory_resource>
+#include <vector>
+
+namespace pmrkit {
+
+struct size_class_options {
+  // Largest pooled request; a power of two from 8 B to 1 MiB. Larger ones go to upstream.
+  std::size_t max_pooled = 64 * 1024;
+  // Bytes of a chunk, a power of two from 4 KiB to 256 MiB. Classes too large for eight
+  // blocks per chunk get larger chunks. Chunks are requested aligned to their size.
+  std::size_t chunk_size = 64 * 1024;
+  // Bytes the resource may keep in chunks whose blocks are all free; beyond it such chunks
+  // go back to upstream as soon as they empty. 0 returns every empty chunk at once. The
+  // default lets a burst of a few MiB be reused without a round trip to upstream.
+  std::size_t max_retained = 4 * 1024 * 1024;
+  // Free bytes each thread may cache per resource (0 turns the caches off: every call then
+  // locks the shared store of its class).
+  std::size_t thread_cache = 256 * 1024;
+};
+
+// A snapshot. Exact when no other thread is using the resource; otherwise each field is
+// recent but fields need not agree with each other.
+struct size_class_stats {
+  struct size_class {
+    std::size_t block_size = 0;
+    std::size_t chunk_bytes = 0;        // bytes of one chunk of this class
+    std::uint64_t allocations = 0;      // blocks handed out (since construction or release())
+    std::uint64_t deallocations = 0;    // blocks given back
+    std::uint64_t live_blocks = 0;      // handed out and not yet given back
+    std::uint64_t cached_blocks = 0;    // free, in threads' caches
+    std::uint64_t free_blocks = 0;      // free, in the shared store (including never-used ones)
+    std::uint64_t chunks = 0;           // chunks of this class held from upstream
+  };
+  std::vector<size_class> classes;        // smallest first, up to max_pooled
+  std::uint64_t large_allocations = 0;    // requests that went straight to upstream
+  std::uint64_t large_deallocations = 0;
+  std::uint64_t large_live_blocks = 0;
+  std::uint64_t bytes_from_upstream = 0;       // held now: chunks and large blocks
+  std::uint64_t peak_bytes_from_upstream = 0;  // high-water mark of bytes_from_upstream
+  std::uint64_t empty_chunk_bytes = 0;         // held in chunks whose blocks are all free
+};
+
+// Policies of the engine: sync_policy (per-thread caches, a mutex per class) and
+// unsync_policy (one cache, no atomics, no locks).
+struct sync_policy {};
+struct unsync_policy {};
+
+namespace detail {
+template <class Policy>
+class size_class_engine;
+}
+
+template <class Policy>
+class basic_size_class_resource final : public std::pmr::memory_resource {
+ public:
+  // Throws std::invalid_argument if an option is out of range (the message says what is
+  // allowed) or upstream is null.
+  explicit basic_size_class_resource(
+      size_class_options options = {},
+      std::pmr::memory_resource* upstream = std::pmr::get_default_resource());
+  ~basic_size_class_resource() override;
+  basic_size_class_resource(const basic_size_class_resource&) = delete;
+  basic_size_class_resource& operator=(const basic_size_class_resource&) = delete;
+
+  // Returns every byte taken from upstream, including blocks still allocated (which become
+  // invalid), and empties every thread's cache of this resource. Counters restart at zero,
+  // except the peak.
+  void release();
+
+  size_class_stats stats() const;
+  const size_class_options& options() const noexcept;
+  std::pmr::memory_resource* upstream_resource() const noexcept;
+
+ private:
+  void* do_allocate(std::size_t bytes, std::size_t alignment) override;
+  void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override;
+  bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
+    return this == &other;
+  }
+
+  std::unique_ptr<detail::size_class_engine<Policy>> engine_;
+};
+
+extern template class basic_size_class_resource<sync_policy>;
+extern template class basic_size_class_resource<unsync_policy>;
+
+using size_class_resource = basic_size_class_resource<sync_policy>;
+using size_class_unsync_resource = basic_size_class_resource<unsync_policy>;
+
+}  // namespace pmrkit

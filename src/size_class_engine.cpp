@@ -1,0 +1,386 @@
+// The slow paths of size_class_engine: cache misses and overflows, the shared stores, chunks,
+// large blocks, release() and stats().
+#include "size_class_engine.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <new>
+#include <stdexcept>
+#include <string>
+
+namespace pmrkit::detail {
+namespace {
+
+constexpr std::size_t min_chunk_size = 4096;
+constexpr std::size_t max_chunk_size = std::size_t{256} << 20;
+// A class gets chunks of at least this many blocks, so large classes are not all waste.
+constexpr std::size_t min_blocks_per_chunk = 8;
+// A refill moves at most this many bytes (and 64 blocks), so a refill is cheap and a thread
+// does not hoard blocks of a class it used once.
+constexpr std::size_t refill_bytes = 32 * 1024;
+constexpr std::uint32_t max_batch = 64;
+
+void require(bool ok, const std::string& message) {
+  if (!ok) throw std::invalid_argument("pmrkit: size_class: " + message);
+}
+
+}  // namespace
+
+template <class Policy>
+size_class_engine<Policy>::size_class_engine(const size_class_options& options,
+                                             std::pmr::memory_resource* upstream)
+    : upstream_(upstream), options_(options) {
+  require(upstream != nullptr, "upstream resource is null");
+  require(std::has_single_bit(options.max_pooled) && options.max_pooled >= size_classes::smallest &&
+              options.max_pooled <= size_classes::largest,
+          "max_pooled is " + std::to_string(options.max_pooled) +
+              "; allowed: a power of two from 8 to 1048576 (1 MiB)");
+  require(std::has_single_bit(options.chunk_size) && options.chunk_size >= min_chunk_size &&
+              options.chunk_size <= max_chunk_size,
+          "chunk_size is " + std::to_string(options.chunk_size) +
+              "; allowed: a power of two from 4096 (4 KiB) to 268435456 (256 MiB)");
+
+  class_count_ = size_classes::index_of(options.max_pooled) + 1;
+  for (unsigned index = 0; index < class_count_; ++index) {
+    class_info& info = info_[index];
+    info.block_size = size_classes::size_of(index);
+    info.chunk_bytes =
+        std::max(options.chunk_size, std::bit_ceil(min_blocks_per_chunk * info.block_size));
+    info.capacity = blocks_per_chunk(info.chunk_bytes, info.block_size);
+    if (options.thread_cache == 0) {
+      info.batch = 1;
+      info.limit = 0;
+    } else {
+      const std::size_t batch =
+          std::clamp<std::size_t>(refill_bytes / info.block_size, 1, max_batch);
+      const std::size_t limit =
+          std::clamp<std::size_t>(options.thread_cache / info.block_size, 1, 2 * batch);
+      info.limit = static_cast<std::uint32_t>(limit);
+      info.batch = static_cast<std::uint32_t>(std::min(batch, limit));
+    }
+  }
+  for (std::size_t slot = 0; slot < small_classes_.size(); ++slot) {
+    const std::size_t size = std::max<std::size_t>(slot * 8, 1);
+    const unsigned index = size_classes::index_of(size);
+    small_classes_[slot] =
+        static_cast<std::uint8_t>(index < class_count_ ? index : size_classes::none);
+  }
+  if constexpr (!per_thread_caches) init_cache(own_cache_);
+}
+
+template <class Policy>
+size_class_engine<Policy>::~size_class_engine() {
+  release();
+}
+
+template <class Policy>
+unsigned size_class_engine<Policy>::class_for_other(std::size_t bytes,
+                                                    std::size_t alignment) const noexcept {
+  const std::size_t size = std::max<std::size_t>({bytes, alignment, 1});
+  if (size > options_.max_pooled) return size_classes::none;
+  // Walks at most to bit_ceil(size), a class whose blocks are aligned to it, and no larger
+  // than max_pooled (a power of two).
+  unsigned index = size_classes::index_of(size);
+  while (size_classes::alignment_of(index) < alignment) ++index;
+  return index;
+}
+
+template <class Policy>
+void size_class_engine<Policy>::init_cache(cache& local) const noexcept {
+  local.budget = options_.thread_cache;
+  for (unsigned index = 0; index < class_count_; ++index) {
+    local.classes[index].limit = info_[index].limit;
+    local.classes[index].block_size = static_cast<std::uint32_t>(info_[index].block_size);
+  }
+}
+
+// ---------------------------------------------------------------- thread caches (sync)
+
+template <class Policy>
+auto size_class_engine<Policy>::attach_thread_cache() noexcept -> cache* {
+  if constexpr (per_thread_caches) {
+    if (cache_link* found = find_thread_cache(this))
+      return &static_cast<thread_cache<counter>*>(found)->body;
+    // No cache (out of memory, or the thread is past its exit hook): the caller takes the
+    // uncached path, which locks the class store for each block.
+    auto* fresh = new (std::nothrow) thread_cache<counter>;
+    if (!fresh) return nullptr;
+    fresh->owner.store(this, std::memory_order_relaxed);
+    fresh->give_back_to_owner = &give_back_thread_cache;
+    init_cache(fresh->body);
+    if (!adopt_thread_cache(fresh)) {
+      delete fresh;
+      return nullptr;
+    }
+    registry_.add(fresh);
+    return &fresh->body;
+  } else {
+    return &own_cache_;
+  }
+}
+
+template <class Policy>
+void size_class_engine<Policy>::give_back_thread_cache(cache_link& link) noexcept {
+  if constexpr (per_thread_caches) {
+    // Runs under link.detach_mutex with owner set, so the engine is alive (see
+    // size_class_thread_directory.hpp).
+    auto* engine = static_cast<size_class_engine*>(
+        const_cast<void*>(link.owner.load(std::memory_order_acquire)));
+    engine->give_back_everything(static_cast<thread_cache<counter>&>(link).body);
+  }
+}
+
+template <class Policy>
+void size_class_engine<Policy>::give_back_everything(cache& local) noexcept {
+  for (unsigned index = 0; index < class_count_; ++index) {
+    class_cache<counter>& list = local.classes[index];
+    const auto count = static_cast<std::uint32_t>(list.count.get());
+    const std::uint64_t allocations = list.allocations.get();
+    const std::uint64_t deallocations = list.deallocations.get();
+    if (count == 0 && allocations == 0 && deallocations == 0) continue;
+    give(index, list.head, count, allocations, deallocations);
+    list.head = nullptr;
+    list.count.set(0);
+    list.allocations.set(0);
+    list.deallocations.set(0);
+  }
+  local.cached_bytes = 0;
+}
+
+// ---------------------------------------------------------------- cache misses
+
+template <class Policy>
+void* size_class_engine<Policy>::refill(cache& local, unsigned index) {
+  class_cache<counter>& list = local.classes[index];
+  const block_list got = take(index, info_[index].batch, 0);
+  void* const block = got.head;
+  list.head = next_of(block);
+  list.count.set(got.count - 1);
+  list.allocations.add(1);
+  local.cached_bytes += (got.count - 1) * std::size_t{list.block_size};
+  return block;
+}
+
+template <class Policy>
+void size_class_engine<Policy>::overflow(cache& local, unsigned index) noexcept {
+  class_cache<counter>& list = local.classes[index];
+  const auto count = static_cast<std::uint32_t>(list.count.get());
+  if (count > list.limit) flush(local, index, count - list.limit / 2);
+  if (local.cached_bytes > local.budget) {
+    // Over the thread's byte budget: halve every list, so the next overflow is far away.
+    for (unsigned other = 0; other < class_count_; ++other) {
+      const auto held = static_cast<std::uint32_t>(local.classes[other].count.get());
+      if (held > 0) flush(local, other, (held + 1) / 2);
+    }
+  }
+}
+
+template <class Policy>
+void size_class_engine<Policy>::flush(cache& local, unsigned index,
+                                      std::uint32_t count) noexcept {
+  class_cache<counter>& list = local.classes[index];
+  void* const first = list.head;
+  void* last = first;
+  for (std::uint32_t i = 1; i < count; ++i) last = next_of(last);
+  list.head = next_of(last);
+  list.count.subtract(count);
+  local.cached_bytes -= count * std::size_t{list.block_size};
+  give(index, first, count, 0, 0);
+}
+
+template <class Policy>
+void* size_class_engine<Policy>::allocate_uncached(unsigned index) {
+  return take(index, 1, 1).head;
+}
+
+template <class Policy>
+void size_class_engine<Policy>::deallocate_uncached(void* block, unsigned index) noexcept {
+  give(index, block, 1, 0, 1);
+}
+
+// ---------------------------------------------------------------- shared stores
+
+template <class Policy>
+block_list size_class_engine<Policy>::take(unsigned index, std::uint32_t wanted,
+                                           std::uint64_t allocations) {
+  class_store<Policy>& store = stores_[index];
+  const class_info& info = info_[index];
+  block_list out;
+  {
+    const std::lock_guard lock(store.mutex);
+    store.take(info, wanted, out, empty_chunk_bytes_);
+    if (out.count > 0) {
+      store.allocations += allocations;
+      return out;
+    }
+  }
+  // Upstream is called without the lock held; if it throws, nothing has changed.
+  chunk_header* const chunk = new_chunk(index);
+  const std::lock_guard lock(store.mutex);
+  store.add_chunk(chunk);
+  store.take(info, wanted, out, empty_chunk_bytes_);
+  store.allocations += allocations;
+  return out;
+}
+
+template <class Policy>
+void size_class_engine<Policy>::give(unsigned index, void* blocks, std::uint32_t count,
+                                     std::uint64_t allocations,
+                                     std::uint64_t deallocations) noexcept {
+  class_store<Policy>& store = stores_[index];
+  const class_info& info = info_[index];
+  chunk_header* released = nullptr;
+  {
+    const std::lock_guard lock(store.mutex);
+    store.give(info, blocks, count, options_.max_retained, empty_chunk_bytes_, released);
+    store.allocations += allocations;
+    store.deallocations += deallocations;
+  }
+  free_chunks(released, info.chunk_bytes);
+}
+
+template <class Policy>
+chunk_header* size_class_engine<Policy>::new_chunk(unsigned index) {
+  const class_info& info = info_[index];
+  void* const memory = upstream_->allocate(info.chunk_bytes, info.chunk_bytes);
+  if (reinterpret_cast<std::uintptr_t>(memory) & (info.chunk_bytes - 1)) {
+    upstream_->deallocate(memory, info.chunk_bytes, info.chunk_bytes);
+    throw std::runtime_error("pmrkit: size_class: upstream returned a block of " +
+                             std::to_string(info.chunk_bytes) +
+                             " bytes that is not aligned to " + std::to_string(info.chunk_bytes) +
+                             " as requested; use an upstream that honours alignment");
+  }
+  auto* const chunk =
+      new (header_of_chunk(static_cast<std::byte*>(memory), info.chunk_bytes)) chunk_header{};
+  chunk->capacity = info.capacity;
+  peak_bytes_from_upstream_.raise_to(bytes_from_upstream_.add(info.chunk_bytes));
+  return chunk;
+}
+
+template <class Policy>
+void size_class_engine<Policy>::free_chunks(chunk_header* chain,
+                                            std::size_t chunk_bytes) noexcept {
+  while (chain) {
+    chunk_header* const next = chain->next;
+    upstream_->deallocate(base_of_chunk(chain, chunk_bytes), chunk_bytes, chunk_bytes);
+    bytes_from_upstream_.subtract(chunk_bytes);
+    chain = next;
+  }
+}
+
+// ---------------------------------------------------------------- large blocks
+
+template <class Policy>
+void* size_class_engine<Policy>::allocate_large(std::size_t bytes, std::size_t alignment) {
+  void* const block = upstream_->allocate(bytes, alignment);
+  try {
+    const std::lock_guard lock(large_mutex_);
+    large_blocks_.emplace(block, large_block{bytes, alignment});
+    ++large_allocations_;
+  } catch (...) {
+    upstream_->deallocate(block, bytes, alignment);
+    throw;
+  }
+  peak_bytes_from_upstream_.raise_to(bytes_from_upstream_.add(bytes));
+  return block;
+}
+
+template <class Policy>
+void size_class_engine<Policy>::deallocate_large(void* block, std::size_t bytes,
+                                                 std::size_t alignment) noexcept {
+  {
+    const std::lock_guard lock(large_mutex_);
+    // Not ours (freed already, or by release()): leave it alone rather than free it twice.
+    if (large_blocks_.erase(block) == 0) return;
+    ++large_deallocations_;
+  }
+  bytes_from_upstream_.subtract(bytes);
+  upstream_->deallocate(block, bytes, alignment);
+}
+
+// ---------------------------------------------------------------- release and stats
+
+template <class Policy>
+void size_class_engine<Policy>::release() noexcept {
+  if constexpr (per_thread_caches) {
+    registry_.detach_all();
+  } else {
+    own_cache_ = cache{};
+    init_cache(own_cache_);
+  }
+  for (unsigned index = 0; index < class_count_; ++index) {
+    chunk_header* all = nullptr;
+    {
+      const std::lock_guard lock(stores_[index].mutex);
+      all = stores_[index].take_every_chunk(empty_chunk_bytes_, info_[index].chunk_bytes);
+    }
+    free_chunks(all, info_[index].chunk_bytes);
+  }
+  std::unordered_map<void*, large_block> large;
+  {
+    const std::lock_guard lock(large_mutex_);
+    large.swap(large_blocks_);
+    large_allocations_ = large_deallocations_ = 0;
+  }
+  for (const auto& [block, info] : large) {
+    upstream_->deallocate(block, info.bytes, info.alignment);
+    bytes_from_upstream_.subtract(info.bytes);
+  }
+}
+
+template <class Policy>
+size_class_stats size_class_engine<Policy>::stats() const {
+  size_class_stats out;
+  out.classes.resize(class_count_);
+  for (unsigned index = 0; index < class_count_; ++index) {
+    out.classes[index].block_size = info_[index].block_size;
+    out.classes[index].chunk_bytes = info_[index].chunk_bytes;
+  }
+  const auto add_cache = [&](const cache& local) {
+    for (unsigned index = 0; index < class_count_; ++index) {
+      const class_cache<counter>& list = local.classes[index];
+      out.classes[index].allocations += list.allocations.get();
+      out.classes[index].deallocations += list.deallocations.get();
+      out.classes[index].cached_blocks += list.count.get();
+    }
+  };
+  const auto add_stores = [&] {
+    for (unsigned index = 0; index < class_count_; ++index) {
+      const class_store<Policy>& store = stores_[index];
+      size_class_stats::size_class& entry = out.classes[index];
+      const std::lock_guard lock(store.mutex);
+      entry.allocations += store.allocations;
+      entry.deallocations += store.deallocations;
+      entry.chunks = store.chunks;
+      entry.free_blocks = store.chunks * info_[index].capacity - store.blocks_out;
+    }
+  };
+  if constexpr (per_thread_caches) {
+    registry_.while_frozen(
+        [&](const cache_link& link) {
+          add_cache(static_cast<const thread_cache<counter>&>(link).body);
+        },
+        add_stores);
+  } else {
+    add_cache(own_cache_);
+    add_stores();
+  }
+  for (auto& entry : out.classes)
+    entry.live_blocks =
+        entry.allocations > entry.deallocations ? entry.allocations - entry.deallocations : 0;
+  {
+    const std::lock_guard lock(large_mutex_);
+    out.large_allocations = large_allocations_;
+    out.large_deallocations = large_deallocations_;
+    out.large_live_blocks = large_blocks_.size();
+  }
+  out.bytes_from_upstream = bytes_from_upstream_.get();
+  out.peak_bytes_from_upstream = peak_bytes_from_upstream_.get();
+  out.empty_chunk_bytes = empty_chunk_bytes_.get();
+  return out;
+}
+
+template class size_class_engine<sync_policy>;
+template class size_class_engine<unsync_policy>;
+
+}  // namespace pmrkit::detail

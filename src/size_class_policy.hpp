@@ -1,0 +1,101 @@
+// Internal: what the sync and unsync policies of size_class_engine change.
+//
+// sync: per-thread caches, a mutex per shared class store, counters that other threads may
+// read while their owner writes them. unsync: one cache owned by the resource, no locks and
+// no atomic instructions at all.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+
+#include "pmrkit/size_class_resource.hpp"
+
+namespace pmrkit::detail {
+
+// Written by one thread only, read by stats() on any thread: a relaxed load and store, which
+// compile to plain moves (no locked read-modify-write).
+class owner_counter {
+ public:
+  void add(std::uint64_t n) noexcept {
+    value_.store(value_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
+  void subtract(std::uint64_t n) noexcept {
+    value_.store(value_.load(std::memory_order_relaxed) - n, std::memory_order_relaxed);
+  }
+  void set(std::uint64_t n) noexcept { value_.store(n, std::memory_order_relaxed); }
+  std::uint64_t get() const noexcept { return value_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<std::uint64_t> value_{0};
+};
+
+class plain_counter {
+ public:
+  void add(std::uint64_t n) noexcept { value_ += n; }
+  void subtract(std::uint64_t n) noexcept { value_ -= n; }
+  void set(std::uint64_t n) noexcept { value_ = n; }
+  std::uint64_t get() const noexcept { return value_; }
+
+ private:
+  std::uint64_t value_ = 0;
+};
+
+// Updated by several threads (slow paths only), so a real atomic in the sync policy.
+class shared_atomic_counter {
+ public:
+  std::uint64_t add(std::uint64_t n) noexcept {
+    return value_.fetch_add(n, std::memory_order_relaxed) + n;
+  }
+  void subtract(std::uint64_t n) noexcept { value_.fetch_sub(n, std::memory_order_relaxed); }
+  std::uint64_t get() const noexcept { return value_.load(std::memory_order_relaxed); }
+  void raise_to(std::uint64_t n) noexcept {
+    std::uint64_t seen = value_.load(std::memory_order_relaxed);
+    while (seen < n && !value_.compare_exchange_weak(seen, n, std::memory_order_relaxed)) {
+    }
+  }
+  void set(std::uint64_t n) noexcept { value_.store(n, std::memory_order_relaxed); }
+
+ private:
+  std::atomic<std::uint64_t> value_{0};
+};
+
+class shared_plain_counter {
+ public:
+  std::uint64_t add(std::uint64_t n) noexcept { return value_ += n; }
+  void subtract(std::uint64_t n) noexcept { value_ -= n; }
+  std::uint64_t get() const noexcept { return value_; }
+  void raise_to(std::uint64_t n) noexcept {
+    if (value_ < n) value_ = n;
+  }
+  void set(std::uint64_t n) noexcept { value_ = n; }
+
+ private:
+  std::uint64_t value_ = 0;
+};
+
+struct no_mutex {
+  void lock() noexcept {}
+  void unlock() noexcept {}
+};
+
+template <class Policy>
+struct policy_traits;
+
+template <>
+struct policy_traits<sync_policy> {
+  static constexpr bool per_thread_caches = true;
+  using mutex = std::mutex;
+  using counter = owner_counter;
+  using shared_counter = shared_atomic_counter;
+};
+
+template <>
+struct policy_traits<unsync_policy> {
+  static constexpr bool per_thread_caches = false;
+  using mutex = no_mutex;
+  using counter = plain_counter;
+  using shared_counter = shared_plain_counter;
+};
+
+}  // namespace pmrkit::detail

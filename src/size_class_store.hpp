@@ -1,0 +1,146 @@
+// Internal: the shared store of one size class — the chunks of that class and their free
+// blocks. Caches refill from it and overflow into it in batches; a block that comes back is
+// pushed onto its own chunk's free list (found by mask), so each chunk knows how many of its
+// blocks are out, and a chunk with none out can go back to upstream.
+// Every member function runs under `mutex` (the engine takes it; unsync: a no-op).
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+#include "size_class_chunk.hpp"
+#include "size_class_policy.hpp"
+
+namespace pmrkit::detail {
+
+struct class_info {
+  std::size_t block_size = 0;
+  std::size_t chunk_bytes = 0;
+  std::uint32_t capacity = 0;  // blocks per chunk
+  std::uint32_t batch = 0;     // blocks per refill
+  std::uint32_t limit = 0;     // blocks a cache keeps at most
+};
+
+struct block_list {
+  void* head = nullptr;
+  std::uint32_t count = 0;
+};
+
+template <class Policy>
+struct alignas(64) class_store {
+  using shared_counter = typename policy_traits<Policy>::shared_counter;
+
+  mutable typename policy_traits<Policy>::mutex mutex;
+  chunk_list partial;  // some blocks out, some free
+  chunk_list full;     // every block out
+  chunk_list empty;    // no block out; counted in the engine's empty bytes
+  std::uint64_t chunks = 0;
+  std::uint64_t blocks_out = 0;     // allocated or cached, over all chunks
+  std::uint64_t allocations = 0;    // for caches that are gone and for uncached calls
+  std::uint64_t deallocations = 0;
+
+  void add_chunk(chunk_header* chunk) noexcept {
+    chunk->state = chunk_state::partial;
+    partial.push_front(chunk);
+    ++chunks;
+  }
+
+  // Moves up to `wanted` blocks onto `out`, lowest addresses first from fresh chunks.
+  void take(const class_info& info, std::uint32_t wanted, block_list& out,
+            shared_counter& empty_bytes) noexcept {
+    const std::uint32_t before = out.count;
+    while (out.count < wanted) {
+      chunk_header* chunk = partial.front();
+      if (!chunk) {
+        chunk = empty.front();
+        if (!chunk) break;
+        empty.remove(chunk);
+        empty_bytes.subtract(info.chunk_bytes);
+        chunk->state = chunk_state::partial;
+        partial.push_front(chunk);
+      }
+      while (chunk->free_list && out.count < wanted) {
+        void* block = chunk->free_list;
+        chunk->free_list = next_of(block);
+        --chunk->free_count;
+        set_next(block, out.head);
+        out.head = block;
+        ++out.count;
+      }
+      const std::uint32_t carve = std::min(wanted - out.count, chunk->capacity - chunk->carved);
+      if (carve > 0) {
+        std::byte* const base = base_of_chunk(chunk, info.chunk_bytes);
+        for (std::uint32_t i = chunk->carved + carve; i-- > chunk->carved;) {
+          void* block = base + i * info.block_size;
+          set_next(block, out.head);
+          out.head = block;
+        }
+        chunk->carved += carve;
+        out.count += carve;
+      }
+      if (chunk->exhausted()) {
+        partial.remove(chunk);
+        chunk->state = chunk_state::full;
+        full.push_front(chunk);
+      }
+    }
+    blocks_out += out.count - before;
+  }
+
+  // Takes back `count` blocks linked from `blocks`. A chunk that empties is kept while the
+  // engine's empty bytes stay within max_retained; otherwise it is unlinked and chained onto
+  // `released` (through next) for the caller to return to upstream after unlocking.
+  void give(const class_info& info, void* blocks, std::uint32_t count, std::size_t max_retained,
+            shared_counter& empty_bytes, chunk_header*& released) noexcept {
+    for (std::uint32_t i = 0; i < count; ++i) {
+      void* block = blocks;
+      blocks = next_of(block);
+      chunk_header* chunk = header_of_block(block, info.chunk_bytes);
+      const bool was_full = chunk->state == chunk_state::full;
+      set_next(block, chunk->free_list);
+      chunk->free_list = block;
+      ++chunk->free_count;
+      if (chunk->blocks_out() == 0) {
+        (was_full ? full : partial).remove(chunk);
+        // Fresh again: carving restarts at the chunk's start, so a reused chunk is dense.
+        chunk->free_list = nullptr;
+        chunk->free_count = 0;
+        chunk->carved = 0;
+        if (empty_bytes.get() + info.chunk_bytes <= max_retained) {
+          empty_bytes.add(info.chunk_bytes);
+          chunk->state = chunk_state::empty;
+          empty.push_front(chunk);
+        } else {
+          --chunks;
+          chunk->next = released;
+          released = chunk;
+        }
+      } else if (was_full) {
+        full.remove(chunk);
+        chunk->state = chunk_state::partial;
+        partial.push_front(chunk);
+      }
+    }
+    blocks_out -= count;
+  }
+
+  // Unlinks every chunk, chained through next, for the caller to free; resets the counters.
+  chunk_header* take_every_chunk(shared_counter& empty_bytes, std::size_t chunk_bytes) noexcept {
+    chunk_header* all = nullptr;
+    for (chunk_list* list : {&partial, &full, &empty}) {
+      chunk_header* chunk = list->take_all();
+      while (chunk) {
+        chunk_header* const next = chunk->next;
+        if (list == &empty) empty_bytes.subtract(chunk_bytes);
+        chunk->next = all;
+        all = chunk;
+        chunk = next;
+      }
+    }
+    chunks = blocks_out = allocations = deallocations = 0;
+    return all;
+  }
+};
+
+}  // namespace pmrkit::detail

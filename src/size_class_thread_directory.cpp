@@ -1,0 +1,105 @@
+#include "size_class_thread_directory.hpp"
+
+namespace pmrkit::detail {
+
+[[gnu::tls_model("initial-exec")]] thread_local constinit thread_directory this_thread_caches{};
+
+namespace {
+
+void on_thread_exit() noexcept {
+  thread_directory& directory = this_thread_caches;
+  directory.exited = true;
+  directory.last = nullptr;
+  cache_link* link = directory.list;
+  directory.list = nullptr;
+  while (link) {
+    cache_link* const next = link->next_in_thread;
+    {
+      const std::lock_guard lock(link->detach_mutex);
+      if (link->owner.load(std::memory_order_acquire)) {
+        link->give_back_to_owner(*link);
+        link->owner.store(nullptr, std::memory_order_release);
+      }
+    }
+    drop_reference(link);
+    link = next;
+  }
+}
+
+// Its destructor is the thread's exit hook. Only threads that made a cache arm it, so other
+// threads pay nothing at exit; the fast path never touches it (it is not trivially
+// destructible, so reaching it goes through the TLS initialisation guard).
+struct exit_hook {
+  bool armed = false;
+  ~exit_hook() {
+    if (armed) on_thread_exit();
+  }
+};
+thread_local exit_hook this_thread_exit_hook;
+
+}  // namespace
+
+void drop_reference(cache_link* link) noexcept {
+  if (link->references.fetch_sub(1, std::memory_order_acq_rel) == 1) delete link;
+}
+
+cache_link* find_thread_cache(const void* owner) noexcept {
+  thread_directory& directory = this_thread_caches;
+  cache_link* found = nullptr;
+  cache_link** slot = &directory.list;
+  while (cache_link* link = *slot) {
+    const void* link_owner = link->owner.load(std::memory_order_acquire);
+    if (link_owner == nullptr) {  // its resource was destroyed or released
+      *slot = link->next_in_thread;
+      if (directory.last == link) directory.last = nullptr;
+      drop_reference(link);
+      continue;
+    }
+    if (link_owner == owner) found = link;
+    slot = &link->next_in_thread;
+  }
+  if (found) directory.last = found;
+  return found;
+}
+
+bool adopt_thread_cache(cache_link* link) noexcept {
+  thread_directory& directory = this_thread_caches;
+  if (directory.exited) return false;
+  this_thread_exit_hook.armed = true;
+  link->next_in_thread = directory.list;
+  directory.list = link;
+  directory.last = link;
+  return true;
+}
+
+void cache_registry::add(cache_link* link) noexcept {
+  const std::lock_guard lock(mutex_);
+  cache_link** slot = &head_;
+  while (cache_link* existing = *slot) {
+    if (existing->owner.load(std::memory_order_acquire) == nullptr) {  // its thread exited
+      *slot = existing->next_in_registry;
+      drop_reference(existing);
+      continue;
+    }
+    slot = &existing->next_in_registry;
+  }
+  link->next_in_registry = head_;
+  head_ = link;
+}
+
+void cache_registry::detach_all() noexcept {
+  const std::lock_guard lock(mutex_);
+  cache_link* link = head_;
+  head_ = nullptr;
+  while (link) {
+    cache_link* const next = link->next_in_registry;
+    {
+      const std::lock_guard detach_lock(link->detach_mutex);
+      link->owner.store(nullptr, std::memory_order_release);
+    }
+    drop_reference(link);
+    link = next;
+  }
+}
+
+}  // namespace pmrkit::detail
