@@ -170,48 +170,50 @@ class Outcome:
     interrupted: bool
 
 
+def run_one(bench: str, job: Job, repetitions: int, min_time: float,
+            out_path: str) -> tuple[dict | None, str | None]:
+    """Runs one benchmark; returns its JSON document, and what went wrong if anything did."""
+    args = [f"--benchmark_filter=^{ere_escape(job.name)}$",
+            f"--benchmark_repetitions={repetitions}", f"--benchmark_min_time={min_time:g}",
+            f"--benchmark_out={out_path}", "--benchmark_out_format=json", *job.args]
+    if os.path.exists(out_path):
+        os.unlink(out_path)
+    try:
+        done = subprocess.run([bench] + args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True, timeout=JOB_TIMEOUT_S, env=_child_env(job.preload_path))
+    except subprocess.TimeoutExpired:
+        return None, f"{job.display}: no result within {JOB_TIMEOUT_S}s"
+    doc = _read_json(out_path)
+    if done.returncode != 0 or not doc or not doc.get("benchmarks"):
+        why = (done.stderr or "").strip().splitlines()[-3:]
+        return None, f"{job.display}: exit {done.returncode}" + (": " + " | ".join(why) if why
+                                                               else "")
+    if job.preload:
+        results.tag_preload(doc, job.preload)
+    errors = [e.get("error_message", "error") for e in doc["benchmarks"] if e.get("error_occurred")]
+    return doc, (f"{job.display}: {errors[0]}" if errors else None)
+
+
 def run(bench: str, jobs: list[Job], repetitions: int, min_time: float,
         progress: Progress) -> Outcome:
+    """Runs every job in turn; Ctrl-C stops the run and keeps what finished."""
     docs, failures = [], []
     interrupted = False
     with tempfile.TemporaryDirectory(prefix="pmrkit-report-") as tmp:
         out_path = os.path.join(tmp, "run.json")
-        for job in jobs:
-            progress.start(job.display)
-            args = [f"--benchmark_filter=^{ere_escape(job.name)}$",
-                    f"--benchmark_repetitions={repetitions}",
-                    f"--benchmark_min_time={min_time:g}",
-                    f"--benchmark_out={out_path}", "--benchmark_out_format=json",
-                    *job.args]
-            try:
-                if os.path.exists(out_path):
-                    os.unlink(out_path)
-                done = subprocess.run([bench] + args, stdout=subprocess.DEVNULL,
-                                      stderr=subprocess.PIPE, text=True, timeout=JOB_TIMEOUT_S,
-                                      env=_child_env(job.preload_path))
-            except KeyboardInterrupt:
-                interrupted = True
-                progress.note("interrupted: reporting the benchmarks that finished")
-                break
-            except subprocess.TimeoutExpired:
-                failures.append(f"{job.display}: no result within {JOB_TIMEOUT_S}s")
-                progress.note("FAILED " + failures[-1])
+        try:
+            for job in jobs:
+                progress.start(job.display)
+                doc, failure = run_one(bench, job, repetitions, min_time, out_path)
                 progress.finish_one()
-                continue
-            progress.finish_one()
-            doc = _read_json(out_path)
-            if done.returncode != 0 or not doc or not doc.get("benchmarks"):
-                why = (done.stderr or "").strip().splitlines()[-3:]
-                failures.append(f"{job.display}: exit {done.returncode}"
-                                + (": " + " | ".join(why) if why else ""))
-                progress.note("FAILED " + failures[-1])
-                continue
-            for entry in doc["benchmarks"]:
-                if entry.get("error_occurred"):
-                    failures.append(f"{job.display}: {entry.get('error_message', 'error')}")
-                    progress.note("FAILED " + failures[-1])
-                    break
-            docs.append(results.tag_preload(doc, job.preload) if job.preload else doc)
+                if doc is not None:
+                    docs.append(doc)  # an entry that reported an error is kept, and listed
+                if failure:
+                    failures.append(failure)
+                    progress.note("FAILED " + failure)
+        except KeyboardInterrupt:
+            interrupted = True
+            progress.note("interrupted: reporting the benchmarks that finished")
     return Outcome(results.merge(docs), failures, interrupted)
 
 
