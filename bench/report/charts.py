@@ -133,8 +133,8 @@ def write_all(tables: list[analysis.Table], directory: str) -> dict[str, str]:
             table, os.path.join(directory, slug(table.title) + ".png"))
     for workload, group in by_workload.items():
         if len(group) > 1:
-            written[scaling_key(workload)] = thread_scaling_chart(
-                workload, group, os.path.join(directory, "thread_scaling_" + slug(workload) + ".png"))
+            path = os.path.join(directory, "thread_scaling_" + slug(workload) + ".png")
+            written[scaling_key(workload)] = thread_scaling_chart(workload, group, path)
     return written
 
 

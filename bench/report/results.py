@@ -154,7 +154,7 @@ def _metrics_of(entry: dict) -> dict[str, float]:
     scale = _TIME_UNIT_TO_NS.get(entry.get("time_unit", "ns"), 1.0)
     if "real_time" in entry:
         out["ns_per_op"] = float(entry["real_time"]) * scale
-    for counter in ("allocs_per_op", "bytes_per_op", "items_per_s"):
+    for counter in ("allocs_per_op", "bytes_per_op"):
         if counter in entry:
             out[counter] = float(entry[counter])
     if "bytes_per_second" in entry:

@@ -72,7 +72,8 @@ def grid(table: analysis.Table) -> Grid:
         cells = [row.label]
         for metric in table.metrics:
             cells.append(format_value(metric, row.summary.get(metric.key)))
-            cells.append(BASE_MARK if row.role == "baseline" else format_delta(row.delta[metric.key]))
+            cells.append(BASE_MARK if row.role == "baseline"
+                         else format_delta(row.delta[metric.key]))
         if table.reference:
             cells.append(format_ratio(row.vs_reference))
         rows.append(cells)

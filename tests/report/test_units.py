@@ -93,7 +93,8 @@ class ReadJson(unittest.TestCase):
 
     def test_time_units_become_nanoseconds(self):
         row = self.set.rows[results.parse_name("InsertSingle/new_delete/fresh")]
-        self.assertTrue(all(800 < v < 1000 for v in row.values("ns_per_op")), row.values("ns_per_op"))
+        times = row.values("ns_per_op")
+        self.assertTrue(all(800 < v < 1000 for v in times), times)
 
     def test_counters_and_throughput(self):
         row = self.set.rows[results.parse_name("InsertSingle/new_delete/fresh")]
@@ -126,7 +127,8 @@ class ReadJson(unittest.TestCase):
         doc = {"context": {"host_name": "h"}, "benchmarks": [
             {"name": "AllocPairs/new_delete", "run_name": "AllocPairs/new_delete",
              "run_type": "iteration", "real_time": 10, "time_unit": "ns"}]}
-        merged = results.merge([copy.deepcopy(doc), results.tag_preload(copy.deepcopy(doc), "tcmalloc")])
+        tagged = results.tag_preload(copy.deepcopy(doc), "tcmalloc")
+        merged = results.merge([copy.deepcopy(doc), tagged])
         self.assertEqual(merged["context"]["host_name"], "h")
         self.assertEqual([e["name"] for e in merged["benchmarks"]],
                          ["AllocPairs/new_delete", "AllocPairs/new_delete [preload=tcmalloc]"])
@@ -180,7 +182,8 @@ class RunTables(unittest.TestCase):
 
     def test_row_order(self):
         labels = [r.label for r in table_of(self.tables, "InsertSingle").rows]
-        self.assertEqual(labels[:3], ["new_delete/fresh", "new_delete/pooled", "std_sync_pool/fresh"])
+        self.assertEqual(labels[:3],
+                         ["new_delete/fresh", "new_delete/pooled", "std_sync_pool/fresh"])
         self.assertEqual(labels[-2:], ["new_delete/fresh [preload=jemalloc]", "limit"])
 
     def test_columns(self):
