@@ -23,7 +23,12 @@ PRELOADS = (
      "libgoogle-perftools4"),
     ("mimalloc", "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2", "libmimalloc2.0"),
 )
-JOB_TIMEOUT_S = 600
+
+
+def job_timeout_s(repetitions: int, min_time: float) -> float:
+    """How long one benchmark may take before it counts as hung: generous, since an op can be
+    slow and Google Benchmark first searches for an iteration count."""
+    return 120 + 20 * repetitions * min_time
 
 
 class BenchError(RuntimeError):
@@ -178,11 +183,12 @@ def run_one(bench: str, job: Job, repetitions: int, min_time: float,
             f"--benchmark_out={out_path}", "--benchmark_out_format=json", *job.args]
     if os.path.exists(out_path):
         os.unlink(out_path)
+    timeout = job_timeout_s(repetitions, min_time)
     try:
         done = subprocess.run([bench] + args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              text=True, timeout=JOB_TIMEOUT_S, env=_child_env(job.preload_path))
+                              text=True, timeout=timeout, env=_child_env(job.preload_path))
     except subprocess.TimeoutExpired:
-        return None, f"{job.display}: no result within {JOB_TIMEOUT_S}s"
+        return None, f"{job.display}: no result within {timeout:.0f}s"
     doc = _read_json(out_path)
     if done.returncode != 0 or not doc or not doc.get("benchmarks"):
         why = (done.stderr or "").strip().splitlines()[-3:]

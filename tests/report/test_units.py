@@ -325,6 +325,20 @@ class Runner(unittest.TestCase):
         with self.assertRaisesRegex(runner.BenchError, "no such benchmark binary"):
             runner.list_benchmarks("/nonexistent/pmrkit_bench")
 
+    def test_a_crashing_benchmark_costs_one_row(self):
+        with tempfile.TemporaryDirectory() as out:
+            done = subprocess.run(
+                [sys.executable, os.path.join(REPORT, "run.py"), "--bench", FAKE_BENCH,
+                 "--out", out, "--quick", "--workload", "InsertSingle"], capture_output=True,
+                text=True, timeout=120, env=dict(os.environ, FAKE_BENCH_CRASH="monotonic/pooled"))
+            self.assertEqual(done.returncode, 1)
+            self.assertIn("FAILED InsertSingle/monotonic/pooled: exit 134: fake_bench: simulated "
+                          "crash", done.stderr)
+            self.assertIn("monotonic/fresh", done.stdout)
+            self.assertNotIn("monotonic/pooled", done.stdout)
+            with open(os.path.join(out, "report.html"), encoding="utf-8") as f:
+                self.assertIn("failed: InsertSingle/monotonic/pooled", f.read())
+
     def test_run_py_end_to_end(self):
         with tempfile.TemporaryDirectory() as out:
             done = subprocess.run(
