@@ -24,10 +24,11 @@ struct buffer_pool_options {
   std::size_t max_capacity = 1024 * 1024;  // a buffer larger than this is freed on return
   std::size_t max_per_bucket = 64;         // retained buffers per bucket, all threads together
   std::size_t thread_cache = 4;            // buffers per bucket a thread keeps for itself
+                                           // (at most 1024; capped at max_per_bucket)
 };
 
 struct buffer_pool_stats {
-  std::uint64_t acquires = 0;
+  std::uint64_t acquires = 0;           // acquire() calls, and growths of pooled buffers
   std::uint64_t hits = 0;               // served from a retained buffer
   std::uint64_t misses = 0;             // a new buffer was allocated from the resource
   std::uint64_t dropped_for_size = 0;   // returned buffers freed because > max_capacity
@@ -38,6 +39,8 @@ struct buffer_pool_stats {
 
 class buffer_pool {
  public:
+  // Throws std::invalid_argument for a null resource, min_capacity 0, min_capacity that
+  // (rounded up to a power of two) exceeds max_capacity, or thread_cache above 1024.
   explicit buffer_pool(std::pmr::memory_resource* resource = std::pmr::get_default_resource(),
                        buffer_pool_options options = {});
   ~buffer_pool();
@@ -45,7 +48,9 @@ class buffer_pool {
   buffer_pool& operator=(const buffer_pool&) = delete;
 
   // A buffer of size 0 and capacity >= min_capacity. Throws what the resource throws, and
-  // std::length_error if min_capacity cannot be represented.
+  // std::length_error if min_capacity cannot be represented. A request above the largest
+  // bucket is allocated at exactly its size. A pooled buffer that grows takes its larger block
+  // through acquire() too, and gives the smaller one back, so growth is pooled as well.
   byte_buffer acquire(std::size_t min_capacity = 0);
 
   // Frees every retained buffer (the calling thread's cache and the shared buckets; other
