@@ -1,0 +1,100 @@
+// The conformance suite's concurrent part: every thread_safe strategy, hammered from several
+// threads that also free each other's blocks.
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "conformance.hpp"
+#include "test_resources.hpp"
+
+namespace {
+
+struct handed_block {
+  void* p;
+  std::size_t bytes;
+  std::uint64_t seed;
+};
+
+// A small blocking hand-off between threads, so blocks are freed by a thread that did not
+// allocate them.
+class mailbox {
+ public:
+  void put(handed_block b) {
+    const std::lock_guard guard(lock_);
+    blocks_.push_back(b);
+  }
+  bool take(handed_block& out) {
+    const std::lock_guard guard(lock_);
+    if (blocks_.empty()) return false;
+    out = blocks_.front();
+    blocks_.pop_front();
+    return true;
+  }
+
+ private:
+  std::mutex lock_;
+  std::deque<handed_block> blocks_;
+};
+
+}  // namespace
+
+TEST_CASE("thread-safe strategies: concurrent allocate/free with cross-thread frees",
+          "[conformance][concurrent]") {
+  const std::string name = GENERATE(from_range(pmrkit::test::all_strategy_names()));
+  CAPTURE(name);
+  if (!pmrkit::test::entry_of(name).thread_safe) return;
+  pmrkit::test::tracking_upstream upstream;
+  std::atomic<int> corrupted{0};
+  {
+    auto r = pmrkit::make_resource(name, &upstream);
+    constexpr int threads = 4;
+    std::vector<mailbox> boxes(threads);
+    std::vector<std::thread> workers;
+    for (int t = 0; t < threads; ++t) {
+      workers.emplace_back([&, t] {
+        std::mt19937 rng(static_cast<unsigned>(t) + 1);
+        std::uniform_int_distribution<std::size_t> size(1, 3000);
+        std::vector<handed_block> mine;
+        std::uint64_t seed = static_cast<std::uint64_t>(t) << 40;
+        const auto release = [&](const handed_block& b) {
+          if (!pmrkit::test::check_pattern(b.p, b.bytes, b.seed)) ++corrupted;
+          r->deallocate(b.p, b.bytes, 16);
+        };
+        for (int i = 0; i < 20000; ++i) {
+          const std::size_t bytes = size(rng);
+          void* p = r->allocate(bytes, 16);
+          pmrkit::test::fill_pattern(p, bytes, ++seed);
+          const handed_block b{p, bytes, seed};
+          if (i % 3 == 0) {
+            boxes[static_cast<std::size_t>((t + 1) % threads)].put(b);  // the next thread frees it
+          } else {
+            mine.push_back(b);
+          }
+          handed_block incoming;
+          if (boxes[static_cast<std::size_t>(t)].take(incoming)) release(incoming);
+          if (mine.size() > 64) {
+            release(mine.front());
+            mine.erase(mine.begin());
+          }
+        }
+        for (const auto& b : mine) release(b);
+      });
+    }
+    for (auto& w : workers) w.join();
+    for (auto& box : boxes) {
+      handed_block b;
+      while (box.take(b)) {
+        if (!pmrkit::test::check_pattern(b.p, b.bytes, b.seed)) ++corrupted;
+        r->deallocate(b.p, b.bytes, 16);
+      }
+    }
+  }
+  CHECK(corrupted.load() == 0);
+  CHECK(upstream.live_blocks() == 0);
+  CHECK(upstream.mismatched_deallocations() == 0);
+}

@@ -1,0 +1,54 @@
+#include <catch2/catch.hpp>
+#include <thread>
+#include <vector>
+
+#include "pmrkit/counting_resource.hpp"
+
+TEST_CASE("counting_resource counts what passes through", "[counting]") {
+  pmrkit::counting_resource counter(std::pmr::new_delete_resource());
+  void* a = counter.allocate(100, 8);
+  void* b = counter.allocate(50, 16);
+  auto s = counter.stats();
+  CHECK(s.allocations == 2);
+  CHECK(s.bytes_in_use == 150);
+  CHECK(s.peak_bytes_in_use == 150);
+  CHECK(s.bytes_allocated == 150);
+  counter.deallocate(a, 100, 8);
+  s = counter.stats();
+  CHECK(s.deallocations == 1);
+  CHECK(s.bytes_in_use == 50);
+  CHECK(s.peak_bytes_in_use == 150);
+  CHECK(s.blocks_in_use() == 1);
+  counter.reset_totals();
+  s = counter.stats();
+  CHECK(s.allocations == 1);
+  CHECK(s.deallocations == 0);
+  CHECK(s.peak_bytes_in_use == 50);
+  counter.deallocate(b, 50, 16);
+  CHECK(counter.stats().bytes_in_use == 0);
+}
+
+TEST_CASE("counting_resource does not count a failed allocation", "[counting]") {
+  std::pmr::monotonic_buffer_resource exhausted(std::pmr::null_memory_resource());
+  pmrkit::counting_resource counter(&exhausted);
+  CHECK_THROWS_AS(counter.allocate(10, 8), std::bad_alloc);
+  CHECK(counter.stats().allocations == 0);
+  CHECK(counter.stats().bytes_in_use == 0);
+}
+
+TEST_CASE("counting_resource is exact under concurrent use", "[counting][concurrent]") {
+  pmrkit::counting_resource counter(std::pmr::new_delete_resource());
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < 10000; ++i) counter.deallocate(counter.allocate(32, 8), 32, 8);
+    });
+  for (auto& t : threads) t.join();
+  const auto s = counter.stats();
+  CHECK(s.allocations == 40000);
+  CHECK(s.deallocations == 40000);
+  CHECK(s.bytes_in_use == 0);
+  CHECK(s.bytes_allocated == 40000u * 32);
+  CHECK(s.peak_bytes_in_use >= 32);
+  CHECK(s.peak_bytes_in_use <= 4u * 32);
+}

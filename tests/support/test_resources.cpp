@@ -1,0 +1,37 @@
+#include "test_resources.hpp"
+
+#include <new>
+
+namespace pmrkit::test {
+
+void* failing_resource::do_allocate(std::size_t bytes, std::size_t alignment) {
+  if (succeeded_ >= allowed_) {
+    ++failures_;
+    throw std::bad_alloc();
+  }
+  void* p = upstream_->allocate(bytes, alignment);
+  ++succeeded_;
+  return p;
+}
+
+namespace {
+unsigned char pattern_byte(std::uint64_t seed, std::size_t i) noexcept {
+  std::uint64_t x = seed * 0x9E3779B97F4A7C15ull + i * 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 31;
+  return static_cast<unsigned char>(x ^ (x >> 17));
+}
+}  // namespace
+
+void fill_pattern(void* p, std::size_t bytes, std::uint64_t seed) noexcept {
+  auto* b = static_cast<unsigned char*>(p);
+  for (std::size_t i = 0; i < bytes; ++i) b[i] = pattern_byte(seed, i);
+}
+
+bool check_pattern(const void* p, std::size_t bytes, std::uint64_t seed) noexcept {
+  const auto* b = static_cast<const unsigned char*>(p);
+  for (std::size_t i = 0; i < bytes; ++i)
+    if (b[i] != pattern_byte(seed, i)) return false;
+  return true;
+}
+
+}  // namespace pmrkit::test

@@ -1,0 +1,54 @@
+// Test helpers shared by the core and adapter suites: an upstream that fails on demand, and
+// byte patterns that reveal overlapping or corrupted blocks.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <memory_resource>
+
+#include "pmrkit/counting_resource.hpp"
+
+namespace pmrkit::test {
+
+// Forwards to `upstream` until `allowed` allocations have succeeded, then throws
+// std::bad_alloc for every further allocate() until allow() is called again. Deallocations
+// always pass through. Not thread-safe on purpose: failure sweeps are single-threaded.
+class failing_resource final : public std::pmr::memory_resource {
+ public:
+  explicit failing_resource(std::pmr::memory_resource* upstream = std::pmr::new_delete_resource(),
+                            std::size_t allowed = std::numeric_limits<std::size_t>::max())
+      : upstream_(upstream), allowed_(allowed) {}
+
+  void allow(std::size_t allocations) noexcept {
+    allowed_ = allocations;
+    succeeded_ = 0;
+  }
+  void allow_all() noexcept { allow(std::numeric_limits<std::size_t>::max()); }
+  std::size_t failures() const noexcept { return failures_; }
+
+ private:
+  void* do_allocate(std::size_t bytes, std::size_t alignment) override;
+  void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override {
+    upstream_->deallocate(p, bytes, alignment);
+  }
+  bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
+    return this == &other;
+  }
+
+  std::pmr::memory_resource* upstream_;
+  std::size_t allowed_;
+  std::size_t succeeded_ = 0;
+  std::size_t failures_ = 0;
+};
+
+// Writes a pattern derived from `seed` over the block; check_pattern() reports whether it is
+// still intact. Distinct seeds per block reveal any overlap between live blocks.
+void fill_pattern(void* p, std::size_t bytes, std::uint64_t seed) noexcept;
+bool check_pattern(const void* p, std::size_t bytes, std::uint64_t seed) noexcept;
+
+inline bool is_aligned(const void* p, std::size_t alignment) noexcept {
+  return reinterpret_cast<std::uintptr_t>(p) % alignment == 0;
+}
+
+}  // namespace pmrkit::test
