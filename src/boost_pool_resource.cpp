@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "factories.hpp"
+#include "oversize_blocks.hpp"
 
 namespace pmrkit {
 namespace {
@@ -70,6 +71,7 @@ std::size_t class_index(std::size_t rounded) {
 
 struct boost_pool_resource::pools {
   std::vector<std::unique_ptr<boost::pool<upstream_user_allocator>>> by_class;
+  detail::oversize_blocks oversize;
 };
 
 boost_pool_resource::boost_pool_resource(boost_pool_options options,
@@ -83,7 +85,8 @@ boost_pool_resource::boost_pool_resource(boost_pool_options options,
   }
 }
 
-boost_pool_resource::~boost_pool_resource() = default;  // each pool purges its chunks
+// Each boost::pool purges its chunks as it is destroyed; oversize blocks are ours to return.
+boost_pool_resource::~boost_pool_resource() { pools_->oversize.release_all(upstream_); }
 
 void boost_pool_resource::trim() {
   for (auto& pool : pools_->by_class) pool->release_memory();
@@ -98,7 +101,7 @@ static std::size_t pooled_class(std::size_t bytes, std::size_t alignment, std::s
 
 void* boost_pool_resource::do_allocate(std::size_t bytes, std::size_t alignment) {
   const std::size_t rounded = pooled_class(bytes, alignment, max_pooled_);
-  if (rounded == 0) return upstream_->allocate(bytes, alignment);
+  if (rounded == 0) return pools_->oversize.allocate(upstream_, bytes, alignment);
   const growing_scope scope(upstream_);
   void* p = pools_->by_class[class_index(rounded)]->malloc();
   if (!p) throw std::bad_alloc();
@@ -107,7 +110,7 @@ void* boost_pool_resource::do_allocate(std::size_t bytes, std::size_t alignment)
 
 void boost_pool_resource::do_deallocate(void* p, std::size_t bytes, std::size_t alignment) {
   const std::size_t rounded = pooled_class(bytes, alignment, max_pooled_);
-  if (rounded == 0) return upstream_->deallocate(p, bytes, alignment);
+  if (rounded == 0) return pools_->oversize.deallocate(upstream_, p);
   pools_->by_class[class_index(rounded)]->free(p);
 }
 

@@ -1,43 +1,155 @@
-// pmrkit/aligned_pool_resource.hpp — the standard pool resources, with alignment honoured.
+// pmrkit/aligned_pool_resource.hpp — the standard pool resources, made safe to use.
 //
-// libstdc++ 12's synchronized/unsynchronized_pool_resource pick a pool by size alone, so a
-// block can be less aligned than requested (allocate(24, 16) can return an address that is
-// 8 mod 16; GCC bug 118681). aligned_pool_resource<Pool> passes requests of alignment up to
-// alignof(void*) straight through and serves stricter ones from a slightly larger block,
-// remembering the offset just below the returned address.
-// Thread-safety and ownership are those of Pool: synchronized_pool_resource may be shared
-// between threads, unsynchronized_pool_resource may not. Upstream is borrowed; destroying the
-// resource returns every chunk to upstream.
+// aligned_pool_resource<Pool> wraps std::pmr::synchronized_pool_resource or
+// unsynchronized_pool_resource and mends two libstdc++ 12 defects:
+//  - Alignment. The pools pick a block by size alone, so a block can be less aligned than
+//    requested (allocate(24, 16) can return an address that is 8 mod 16; GCC bug 118681).
+//    Requests aligned beyond alignof(void*) are served from a slightly larger block, with the
+//    offset kept just below the returned address.
+//  - Upstream failure. When upstream throws while a pool grows its list of chunks, libstdc++
+//    swallows the exception; for a pool's first chunk it then reads an empty list and
+//    crashes. The pool's upstream is a shim that, only in that case, lends the list its
+//    storage from a small reserve inside this object, and the wrapper turns the outcome into
+//    the std::bad_alloc the caller should have seen. A null block from the pool (the same
+//    defect, later chunks) also becomes std::bad_alloc.
+// Thread-safety is Pool's: a synchronized pool may be shared between threads, an
+// unsynchronized one may not. Upstream is borrowed and must outlive the resource; destroying
+// the resource returns every chunk to upstream.
 #pragma once
 
+#include <array>
+#include <bitset>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory_resource>
+#include <mutex>
 #include <new>
 
 namespace pmrkit {
+namespace detail {
+
+// The upstream a std pool sees: forwards to the real upstream, and can lend small blocks
+// from an in-object reserve when the real upstream fails mid-call (see above).
+class pool_upstream_shim final : public std::pmr::memory_resource {
+ public:
+  explicit pool_upstream_shim(std::pmr::memory_resource* upstream) noexcept
+      : upstream_(upstream) {}
+  pool_upstream_shim(const pool_upstream_shim&) = delete;
+  pool_upstream_shim& operator=(const pool_upstream_shim&) = delete;
+
+  // What happened to upstream during one pool call on this thread.
+  struct call {
+    bool granted = false;  // upstream already gave a block during this call
+    bool lent = false;     // the reserve stood in for a failed upstream
+  };
+  // Marks the calling thread as inside a pool call for the lifetime of the object.
+  class call_scope {
+   public:
+    explicit call_scope(call& c) noexcept : saved_(current()) { current() = &c; }
+    ~call_scope() { current() = saved_; }
+    call_scope(const call_scope&) = delete;
+    call_scope& operator=(const call_scope&) = delete;
+
+   private:
+    call* saved_;
+  };
+
+  std::pmr::memory_resource* upstream() const noexcept { return upstream_; }
+
+ private:
+  static constexpr std::size_t slot_bytes = 512;  // a chunk list's first storage is 192 bytes
+  static constexpr std::size_t slot_count = 8;
+
+  static call*& current() noexcept {
+    thread_local call* in_call = nullptr;
+    return in_call;
+  }
+
+  void* do_allocate(std::size_t bytes, std::size_t alignment) override {
+    call* c = current();
+    try {
+      void* p = upstream_->allocate(bytes, alignment);
+      if (c) c->granted = true;
+      return p;
+    } catch (const std::bad_alloc&) {
+      // Only a failure after upstream already granted a block in this call can be the
+      // chunk-list growth that libstdc++ mishandles.
+      if (!c || !c->granted || bytes > slot_bytes || alignment > alignof(std::max_align_t))
+        throw;
+      void* p = lend();
+      if (!p) throw;
+      c->lent = true;
+      return p;
+    }
+  }
+
+  void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override {
+    auto* b = static_cast<std::byte*>(p);
+    if (b >= reserve_[0].data() && b < reserve_[0].data() + sizeof reserve_) {
+      const std::lock_guard guard(reserve_lock_);
+      lent_.reset(static_cast<std::size_t>(b - reserve_[0].data()) / slot_bytes);
+      return;
+    }
+    upstream_->deallocate(p, bytes, alignment);
+  }
+
+  bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
+    return this == &other;
+  }
+
+  void* lend() noexcept {
+    const std::lock_guard guard(reserve_lock_);
+    for (std::size_t i = 0; i < slot_count; ++i) {
+      if (!lent_.test(i)) {
+        lent_.set(i);
+        return reserve_[i].data();
+      }
+    }
+    return nullptr;
+  }
+
+  std::pmr::memory_resource* upstream_;
+  std::mutex reserve_lock_;
+  std::bitset<slot_count> lent_;
+  alignas(std::max_align_t) std::array<std::array<std::byte, slot_bytes>, slot_count> reserve_{};
+};
+
+}  // namespace detail
 
 template <class Pool>
 class aligned_pool_resource final : public std::pmr::memory_resource {
  public:
   aligned_pool_resource(const std::pmr::pool_options& options,
                         std::pmr::memory_resource* upstream)
-      : pool_(options, upstream) {}
+      : shim_(upstream), pool_(options, &shim_) {}
 
-  Pool& pool() noexcept { return pool_; }
   void release() { pool_.release(); }
+  std::pmr::memory_resource* upstream_resource() const noexcept { return shim_.upstream(); }
+  std::pmr::pool_options options() const { return pool_.options(); }
 
  private:
   // Every pool block is at least pointer-aligned, which is what the offset slot needs.
   static constexpr std::size_t native_alignment = alignof(void*);
 
+  void* pool_allocate(std::size_t bytes, std::size_t alignment) {
+    detail::pool_upstream_shim::call call;
+    void* p = nullptr;
+    {
+      const detail::pool_upstream_shim::call_scope scope(call);
+      p = pool_.allocate(bytes, alignment);
+    }
+    if (call.lent && p) pool_.deallocate(p, bytes, alignment);
+    if (call.lent || !p) throw std::bad_alloc();
+    return p;
+  }
+
   void* do_allocate(std::size_t bytes, std::size_t alignment) override {
-    if (alignment <= native_alignment) return pool_.allocate(bytes, alignment);
+    if (alignment <= native_alignment) return pool_allocate(bytes, alignment);
     if (bytes > SIZE_MAX - alignment) throw std::bad_alloc();
     // The aligned address q lies in [p + 8, p + alignment], so the offset q - p fits in the
     // slot just below q, inside the block.
-    auto* raw = static_cast<std::byte*>(pool_.allocate(bytes + alignment, native_alignment));
+    auto* raw = static_cast<std::byte*>(pool_allocate(bytes + alignment, native_alignment));
     const auto addr = reinterpret_cast<std::uintptr_t>(raw) + native_alignment;
     auto* aligned = raw + ((addr + alignment - 1) & ~(alignment - 1)) -
                     reinterpret_cast<std::uintptr_t>(raw);
@@ -58,6 +170,7 @@ class aligned_pool_resource final : public std::pmr::memory_resource {
     return this == &other;
   }
 
+  detail::pool_upstream_shim shim_;  // declared first: the pool returns its chunks through it
   Pool pool_;
 };
 
