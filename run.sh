@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# pmrkit's one entry point for newcomers and CI.
+#
+#   ./run.sh bench [--quick] [--strategy SPEC] [--workload NAME] ...   the strategy comparison
+#   ./run.sh test                                                      build and run every test
+#   ./run.sh compare OLD.json NEW.json                                 compare two benchmark runs
+#
+# Each command first installs the Debian packages pmrkit needs (with apt-get when run as root;
+# otherwise it prints the exact apt-get line and stops), then configures and builds in build/.
+# CI-only stages, also usable by hand: sanitize (ASan+UBSan, then ThreadSanitizer on the
+# concurrent tests), fuzz [SECONDS] (libFuzzer targets, bounded), consumer (install the package
+# and build tests/consumer against it).
+set -euo pipefail
+cd "$(dirname "$0")"
+
+readonly packages=(
+  g++ clang cmake ninja-build pkg-config
+  libboost-dev libmimalloc-dev catch2 libbenchmark-dev
+  libbson-dev libzstd-dev zstd libprotobuf-dev protobuf-compiler
+  python3-scipy python3-matplotlib python3-numpy python3-pymongo
+  libjemalloc2 libtcmalloc-minimal4 bsdutils libclang-rt-14-dev
+)
+
+ensure_packages() {
+  local missing=()
+  for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "pmrkit needs these Debian packages; install them, then run this again:" >&2
+    echo "  sudo apt-get install -y ${missing[*]}" >&2
+    exit 1
+  fi
+  echo "Installing: ${missing[*]}" >&2
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+
+build() {  # build DIR [cmake options...]
+  local dir=$1; shift
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
+  cmake --build "$dir"
+}
+
+cmd=${1:-}
+[ $# -gt 0 ] && shift
+case "$cmd" in
+  bench)
+    ensure_packages
+    build build -DPMRKIT_BUILD_TESTS=OFF
+    exec /usr/bin/python3 bench/report/run.py --bench build/bench/pmrkit_bench --out out "$@"
+    ;;
+  test)
+    ensure_packages
+    build build -DPMRKIT_BUILD_TESTS=ON
+    ctest --test-dir build --output-on-failure -j2
+    ;;
+  compare)
+    [ $# -eq 2 ] || { echo "usage: ./run.sh compare OLD.json NEW.json" >&2; exit 2; }
+    ensure_packages
+    exec /usr/bin/python3 bench/report/compare.py "$1" "$2"
+    ;;
+  sanitize)
+    ensure_packages
+    build build-asan -DPMRKIT_SANITIZE=address,undefined -DPMRKIT_BUILD_BENCH=OFF -DPMRKIT_WARNINGS_AS_ERRORS=ON
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+      ctest --test-dir build-asan --output-on-failure -j2
+    build build-tsan -DPMRKIT_SANITIZE=thread -DPMRKIT_BUILD_BENCH=OFF
+    TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+      ctest --test-dir build-tsan --output-on-failure -j2 -L concurrent
+    ;;
+  fuzz)
+    ensure_packages
+    seconds=${1:-60}
+    build build-fuzz -DCMAKE_CXX_COMPILER=clang++ -DPMRKIT_BUILD_FUZZERS=ON -DPMRKIT_BUILD_BENCH=OFF -DPMRKIT_BUILD_TESTS=OFF
+    tests/fuzz/run_fuzzers.sh build-fuzz "$seconds"
+    ;;
+  consumer)
+    ensure_packages
+    build build -DPMRKIT_BUILD_TESTS=ON
+    prefix=$(mktemp -d)
+    cmake --install build --prefix "$prefix" >/dev/null
+    cmake -S tests/consumer -B build-consumer -G Ninja -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+    cmake --build build-consumer
+    ./build-consumer/pmrkit_consumer
+    ;;
+  *)
+    sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+    exit 2
+    ;;
+esac
