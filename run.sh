@@ -39,7 +39,10 @@ ensure_packages() {
 
 build() {  # build DIR [cmake options...]
   local dir=$1; shift
-  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
+  # CI holds the code to zero warnings; a newcomer's build should not stop on a new compiler's.
+  local strict=OFF
+  [ "${CI:-}" = true ] && strict=ON
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPMRKIT_WARNINGS_AS_ERRORS=$strict "$@" >/dev/null
   cmake --build "$dir"
 }
 
@@ -63,7 +66,9 @@ case "$cmd" in
     ;;
   sanitize)
     ensure_packages
-    build build-asan -DPMRKIT_SANITIZE=address,undefined -DPMRKIT_BUILD_BENCH=OFF -DPMRKIT_WARNINGS_AS_ERRORS=ON
+    # clang for this pass, so both compilers' warnings are checked (g++ builds the others).
+    build build-asan -DCMAKE_CXX_COMPILER=clang++ -DPMRKIT_SANITIZE=address,undefined \
+      -DPMRKIT_BUILD_BENCH=OFF
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
       ctest --test-dir build-asan --output-on-failure -j2
     build build-tsan -DPMRKIT_SANITIZE=thread -DPMRKIT_BUILD_BENCH=OFF
