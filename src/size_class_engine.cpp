@@ -335,6 +335,7 @@ size_class_stats size_class_engine<Policy>::stats() const {
   for (unsigned index = 0; index < class_count_; ++index) {
     out.classes[index].block_size = info_[index].block_size;
     out.classes[index].chunk_bytes = info_[index].chunk_bytes;
+    out.classes[index].blocks_per_chunk = info_[index].capacity;
   }
   const auto add_cache = [&](const cache& local) {
     for (unsigned index = 0; index < class_count_; ++index) {

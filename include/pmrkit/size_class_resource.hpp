@@ -48,6 +48,7 @@ struct size_class_stats {
   struct size_class {
     std::size_t block_size = 0;
     std::size_t chunk_bytes = 0;        // bytes of one chunk of this class
+    std::size_t blocks_per_chunk = 0;   // live + cached + free == chunks * blocks_per_chunk
     std::uint64_t allocations = 0;      // blocks handed out (since construction or release())
     std::uint64_t deallocations = 0;    // blocks given back
     std::uint64_t live_blocks = 0;      // handed out and not yet given back

@@ -1,0 +1,562 @@
+// size_class_resource and size_class_unsync_resource: size classes, alignment, statistics,
+// memory going back to upstream, release(), options, and the thread-cache life cycle (thread
+// exit, cross-thread frees, a resource destroyed while another thread still caches its blocks).
+#include "pmrkit/size_class_resource.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "conformance.hpp"
+#include "pmrkit/counting_resource.hpp"
+#include "pmrkit/registry.hpp"
+#include "test_resources.hpp"
+
+using pmrkit::size_class_options;
+using pmrkit::size_class_resource;
+using pmrkit::size_class_stats;
+using pmrkit::size_class_unsync_resource;
+using pmrkit::test::check_pattern;
+using pmrkit::test::fill_pattern;
+using pmrkit::test::is_aligned;
+
+namespace {
+
+// The index of the class whose allocation count grew between two snapshots; -1 if none did
+// (the request went to upstream), -2 if more than one did.
+int class_that_grew(const size_class_stats& before, const size_class_stats& after) {
+  int grown = -1;
+  for (std::size_t i = 0; i < after.classes.size(); ++i) {
+    if (after.classes[i].allocations != before.classes[i].allocations) {
+      if (grown != -1) return -2;
+      grown = static_cast<int>(i);
+    }
+  }
+  return grown;
+}
+
+// The smallest class that fits `bytes`, by the resource's own published table.
+int expected_class(const size_class_stats& stats, std::size_t bytes) {
+  for (std::size_t i = 0; i < stats.classes.size(); ++i)
+    if (stats.classes[i].block_size >= std::max<std::size_t>(bytes, 1)) return static_cast<int>(i);
+  return -1;
+}
+
+template <class Stats>
+std::uint64_t total(const Stats& stats, std::uint64_t size_class_stats::size_class::*field) {
+  std::uint64_t sum = 0;
+  for (const auto& c : stats.classes) sum += c.*field;
+  return sum;
+}
+
+// A simple latch (std::latch needs a newer libstdc++ than some CI images have).
+class gate {
+ public:
+  void open() {
+    {
+      const std::lock_guard lock(mutex_);
+      open_ = true;
+    }
+    changed_.notify_all();
+  }
+  void wait() {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return open_; });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool open_ = false;
+};
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("size_class: classes are spaced finely, then four per power of two",
+                   "[size_class]", size_class_resource, size_class_unsync_resource) {
+  TestType r;
+  const size_class_stats stats = r.stats();
+  REQUIRE(stats.classes.size() >= 30);
+  REQUIRE(stats.classes.size() <= 50);
+  CHECK(stats.classes.front().block_size == 8);
+  CHECK(stats.classes.back().block_size == 64 * 1024);
+  for (std::size_t i = 1; i < stats.classes.size(); ++i) {
+    const std::size_t prev = stats.classes[i - 1].block_size;
+    const std::size_t size = stats.classes[i].block_size;
+    CAPTURE(prev, size);
+    REQUIRE(size > prev);
+    if (size <= 128) {
+      CHECK(size - prev <= 16);
+    } else {
+      CHECK(size * 4 <= prev * 5);  // at most 25% larger than the class below
+      CHECK(size % 32 == 0);
+    }
+  }
+}
+
+TEMPLATE_TEST_CASE("size_class: every class edge and its neighbours land in the right class",
+                   "[size_class]", size_class_resource, size_class_unsync_resource) {
+  TestType r;
+  const size_class_stats table = r.stats();
+  const std::size_t largest = table.classes.back().block_size;
+  std::vector<std::size_t> sizes = {0, 1};
+  for (const auto& c : table.classes)
+    for (std::size_t s : {c.block_size - 1, c.block_size, c.block_size + 1}) sizes.push_back(s);
+  for (std::size_t alignment : {std::size_t{1}, std::size_t{8}, std::size_t{16}}) {
+    for (std::size_t bytes : sizes) {
+      CAPTURE(bytes, alignment);
+      const size_class_stats before = r.stats();
+      void* p = r.allocate(bytes, alignment);
+      const size_class_stats after = r.stats();
+      fill_pattern(p, bytes, bytes);
+      CHECK(is_aligned(p, alignment));
+      const std::size_t needed = std::max(bytes, alignment);
+      if (needed > largest) {
+        CHECK(class_that_grew(before, after) == -1);
+        CHECK(after.large_allocations == before.large_allocations + 1);
+      } else {
+        CHECK(class_that_grew(before, after) == expected_class(table, needed));
+        CHECK(after.large_allocations == before.large_allocations);
+      }
+      CHECK(check_pattern(p, bytes, bytes));
+      r.deallocate(p, bytes, alignment);
+    }
+  }
+  const size_class_stats end = r.stats();
+  CHECK(total(end, &size_class_stats::size_class::live_blocks) == 0);
+  CHECK(end.large_live_blocks == 0);
+}
+
+TEMPLATE_TEST_CASE("size_class: max_pooled bounds the pool; larger requests go to upstream",
+                   "[size_class]", size_class_resource, size_class_unsync_resource) {
+  pmrkit::counting_resource upstream;
+  size_class_options options;
+  options.max_pooled = 256;
+  TestType r(options, &upstream);
+  REQUIRE(r.stats().classes.back().block_size == 256);
+
+  void* pooled = r.allocate(256, 8);
+  CHECK(r.stats().large_allocations == 0);
+  const auto upstream_before = upstream.stats();
+  void* large = r.allocate(257, 8);
+  // Straight to upstream with the caller's size and alignment, and straight back on free.
+  CHECK(upstream.stats().allocations == upstream_before.allocations + 1);
+  CHECK(upstream.stats().bytes_in_use == upstream_before.bytes_in_use + 257);
+  CHECK(r.stats().large_live_blocks == 1);
+  r.deallocate(large, 257, 8);
+  CHECK(upstream.stats().bytes_in_use == upstream_before.bytes_in_use);
+  CHECK(r.stats().large_live_blocks == 0);
+  r.deallocate(pooled, 256, 8);
+}
+
+TEMPLATE_TEST_CASE("size_class: alignments up to the class size come from the pool",
+                   "[size_class]", size_class_resource, size_class_unsync_resource) {
+  size_class_options options;
+  options.max_pooled = 4096;
+  TestType r(options);
+  for (std::size_t alignment = 1; alignment <= 4096; alignment *= 2) {
+    for (std::size_t bytes : {0, 1, 24, 40, 48, 100, 160, 320, 384, 1000, 3000, 4096}) {
+      CAPTURE(bytes, alignment);
+      const auto before = r.stats();
+      void* p = r.allocate(bytes, alignment);
+      REQUIRE(is_aligned(p, alignment));
+      fill_pattern(p, bytes, alignment);
+      const auto after = r.stats();
+      const int grown = class_that_grew(before, after);
+      REQUIRE(grown >= 0);  // pooled: max(bytes, alignment) <= max_pooled here
+      CHECK(after.classes[static_cast<std::size_t>(grown)].block_size >= std::max(bytes, alignment));
+      CHECK(check_pattern(p, bytes, alignment));
+      r.deallocate(p, bytes, alignment);
+    }
+  }
+  // Alignment beyond every class: upstream, still honoured.
+  void* p = r.allocate(64, 8192);
+  CHECK(is_aligned(p, 8192));
+  CHECK(r.stats().large_live_blocks == 1);
+  r.deallocate(p, 64, 8192);
+  CHECK(r.stats().large_live_blocks == 0);
+}
+
+TEMPLATE_TEST_CASE("size_class: per-class statistics add up", "[size_class]", size_class_resource,
+                   size_class_unsync_resource) {
+  pmrkit::counting_resource upstream;
+  TestType r({}, &upstream);
+  std::vector<void*> blocks;
+  for (int i = 0; i < 1000; ++i) blocks.push_back(r.allocate(100, 8));  // class 112
+  for (int i = 0; i < 400; ++i) r.deallocate(blocks[static_cast<std::size_t>(i)], 100, 8);
+  void* big = r.allocate(1 << 20, 64);
+
+  const size_class_stats s = r.stats();
+  const auto it = std::find_if(s.classes.begin(), s.classes.end(),
+                               [](const auto& c) { return c.block_size == 112; });
+  REQUIRE(it != s.classes.end());
+  CHECK(it->allocations == 1000);
+  CHECK(it->deallocations == 400);
+  CHECK(it->live_blocks == 600);
+  CHECK(it->cached_blocks > 0);
+  CHECK(it->chunks > 0);
+  // Every block slot of the class's chunks is live, cached, or free in the shared store.
+  CHECK(it->blocks_per_chunk * it->block_size <= it->chunk_bytes);
+  CHECK(it->live_blocks + it->cached_blocks + it->free_blocks ==
+        it->chunks * it->blocks_per_chunk);
+  CHECK(total(s, &size_class_stats::size_class::allocations) == 1000);
+  CHECK(s.large_allocations == 1);
+  CHECK(s.large_live_blocks == 1);
+  CHECK(s.bytes_from_upstream == upstream.stats().bytes_in_use);
+  CHECK(s.peak_bytes_from_upstream >= s.bytes_from_upstream);
+
+  r.deallocate(big, 1 << 20, 64);
+  for (std::size_t i = 400; i < blocks.size(); ++i) r.deallocate(blocks[i], 100, 8);
+  const size_class_stats end = r.stats();
+  CHECK(total(end, &size_class_stats::size_class::live_blocks) == 0);
+  CHECK(end.large_deallocations == 1);
+  CHECK(end.bytes_from_upstream == upstream.stats().bytes_in_use);
+}
+
+TEMPLATE_TEST_CASE("size_class: memory goes back to upstream after a burst is freed",
+                   "[size_class]", size_class_resource, size_class_unsync_resource) {
+  const std::size_t max_retained = GENERATE(std::size_t{0}, std::size_t{512} << 10);
+  CAPTURE(max_retained);
+  pmrkit::counting_resource upstream;
+  size_class_options options;
+  options.max_retained = max_retained;
+  TestType r(options, &upstream);
+  std::vector<void*> blocks;
+  for (int i = 0; i < 5000; ++i) blocks.push_back(r.allocate(1000, 8));  // ~5 MiB of chunks
+  const std::uint64_t at_peak = upstream.stats().bytes_in_use;
+  CHECK(at_peak >= 5000 * 1000);
+  for (void* p : blocks) r.deallocate(p, 1000, 8);
+
+  // What may stay: at most max_retained in empty chunks, plus the chunks that blocks in this
+  // thread's cache (at most thread_cache bytes of them) still pin.
+  const size_class_stats s = r.stats();
+  const auto held = upstream.stats().bytes_in_use;
+  CHECK(held == s.bytes_from_upstream);
+  const auto& used = *std::find_if(s.classes.begin(), s.classes.end(),
+                                   [](const auto& c) { return c.block_size == 1024; });
+  CHECK(s.empty_chunk_bytes <= max_retained);
+  CHECK(used.cached_blocks * used.block_size <= options.thread_cache);
+  CHECK(held - s.empty_chunk_bytes <= used.cached_blocks * used.chunk_bytes);
+  CHECK(held <= max_retained + 4 * used.chunk_bytes);  // in practice: 3 chunks pinned
+  CHECK(s.peak_bytes_from_upstream == at_peak);
+
+  r.release();
+  CHECK(upstream.stats().bytes_in_use == 0);
+}
+
+TEMPLATE_TEST_CASE("size_class: empty chunks within max_retained are reused", "[size_class]",
+                   size_class_resource, size_class_unsync_resource) {
+  pmrkit::counting_resource upstream;
+  TestType r({}, &upstream);  // 4 MiB retained by default
+  const auto burst = [&] {
+    std::vector<void*> blocks;
+    for (int i = 0; i < 2000; ++i) blocks.push_back(r.allocate(1000, 8));  // ~2 MiB
+    for (void* p : blocks) r.deallocate(p, 1000, 8);
+  };
+  burst();
+  const auto after_first = upstream.stats().allocations;
+  CHECK(r.stats().empty_chunk_bytes > 0);
+  for (int i = 0; i < 5; ++i) burst();
+  CHECK(upstream.stats().allocations == after_first);
+}
+
+TEMPLATE_TEST_CASE("size_class: release() returns everything and the resource stays usable",
+                   "[size_class]", size_class_resource, size_class_unsync_resource) {
+  pmrkit::counting_resource upstream;
+  TestType r({}, &upstream);
+  for (std::size_t bytes : {8, 64, 1000, 5000, 65536, 100000, 3 << 20}) (void)r.allocate(bytes, 16);
+  const auto peak = r.stats().peak_bytes_from_upstream;
+  CHECK(upstream.stats().bytes_in_use > 0);
+  r.release();
+  CHECK(upstream.stats().bytes_in_use == 0);
+  const size_class_stats s = r.stats();
+  CHECK(s.bytes_from_upstream == 0);
+  CHECK(s.peak_bytes_from_upstream == peak);
+  CHECK(total(s, &size_class_stats::size_class::allocations) == 0);
+  CHECK(total(s, &size_class_stats::size_class::chunks) == 0);
+  CHECK(s.large_live_blocks == 0);
+
+  void* p = r.allocate(64, 16);
+  fill_pattern(p, 64, 7);
+  CHECK(check_pattern(p, 64, 7));
+  r.deallocate(p, 64, 16);
+  CHECK(r.stats().classes[4].allocations == 1);
+}
+
+TEMPLATE_TEST_CASE("size_class: with thread_cache=0 every free reaches the shared store",
+                   "[size_class]", size_class_resource, size_class_unsync_resource) {
+  pmrkit::counting_resource upstream;
+  size_class_options options;
+  options.thread_cache = 0;
+  options.max_retained = 0;
+  TestType r(options, &upstream);
+  std::vector<void*> blocks;
+  for (int i = 0; i < 300; ++i) blocks.push_back(r.allocate(48, 16));
+  for (void* p : blocks) r.deallocate(p, 48, 16);
+  const size_class_stats s = r.stats();
+  CHECK(total(s, &size_class_stats::size_class::cached_blocks) == 0);
+  CHECK(total(s, &size_class_stats::size_class::deallocations) == 300);
+  CHECK(upstream.stats().bytes_in_use == 0);  // every chunk emptied and went back
+}
+
+TEMPLATE_TEST_CASE("size_class: an upstream that throws leaves the resource intact",
+                   "[size_class]", size_class_resource, size_class_unsync_resource) {
+  pmrkit::test::tracking_upstream tracking;
+  pmrkit::test::failing_resource failing(&tracking);
+  {
+    TestType r({}, &failing);
+    void* kept = r.allocate(64, 16);
+    fill_pattern(kept, 64, 1);
+    failing.allow(0);
+    CHECK_THROWS_AS(r.allocate(5000, 16), std::bad_alloc);     // needs a new chunk
+    CHECK_THROWS_AS(r.allocate(1 << 20, 16), std::bad_alloc);  // large
+    const size_class_stats s = r.stats();
+    CHECK(total(s, &size_class_stats::size_class::allocations) == 1);
+    CHECK(s.large_allocations == 0);
+    void* again = r.allocate(64, 16);  // the class already has a chunk: no upstream call
+    r.deallocate(again, 64, 16);
+    failing.allow_all();
+    void* now = r.allocate(5000, 16);
+    r.deallocate(now, 5000, 16);
+    CHECK(check_pattern(kept, 64, 1));
+    // `kept` is never freed: destruction returns its chunk anyway.
+  }
+  CHECK(tracking.live_blocks() == 0);
+  CHECK(tracking.mismatched_deallocations() == 0);
+}
+
+namespace {
+// Returns memory 16 bytes past what its upstream gave: never aligned beyond 16.
+class misaligning_resource final : public std::pmr::memory_resource {
+  void* do_allocate(std::size_t bytes, std::size_t) override {
+    return static_cast<std::byte*>(std::pmr::new_delete_resource()->allocate(bytes + 64, 64)) + 16;
+  }
+  void do_deallocate(void* p, std::size_t bytes, std::size_t) override {
+    std::pmr::new_delete_resource()->deallocate(static_cast<std::byte*>(p) - 16, bytes + 64, 64);
+  }
+  bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
+    return this == &other;
+  }
+};
+}  // namespace
+
+TEMPLATE_TEST_CASE("size_class: an upstream that ignores alignment is reported",
+                   "[size_class]", size_class_resource, size_class_unsync_resource) {
+  misaligning_resource upstream;
+  TestType r({}, &upstream);
+  CHECK_THROWS_WITH(r.allocate(64, 16), Catch::Contains("not aligned"));
+}
+
+TEST_CASE("size_class: options are checked, by the constructor and by the registry",
+          "[size_class]") {
+  const auto make = [](size_class_options o) { size_class_resource r(o); };
+  size_class_options o;
+  o.max_pooled = 100;
+  CHECK_THROWS_WITH(make(o), Catch::Contains("max_pooled") && Catch::Contains("power of two"));
+  o.max_pooled = 2 << 20;
+  CHECK_THROWS_AS(make(o), std::invalid_argument);
+  o = {};
+  o.chunk_size = 1000;
+  CHECK_THROWS_WITH(make(o), Catch::Contains("chunk_size"));
+  CHECK_THROWS_AS(size_class_resource({}, nullptr), std::invalid_argument);
+
+  for (const char* name : {"size_class", "size_class_unsync"}) {
+    CAPTURE(name);
+    const std::string n = name;
+    CHECK_THROWS_WITH(pmrkit::make_resource(n + ":max_pooled=100"), Catch::Contains("max_pooled"));
+    CHECK_THROWS_WITH(pmrkit::make_resource(n + ":chunk_size=3K"), Catch::Contains("chunk_size"));
+    CHECK_THROWS_WITH(pmrkit::make_resource(n + ":thread_caches=1"),
+                      Catch::Contains("thread_cache"));  // a typo lists the valid keys
+    auto r = pmrkit::make_resource(
+        n + ":max_pooled=1K,chunk_size=16K,max_retained=0,thread_cache=4K");
+    void* p = r->allocate(1024, 8);
+    void* q = r->allocate(1025, 8);
+    r->deallocate(p, 1024, 8);
+    r->deallocate(q, 1025, 8);
+  }
+  auto r = pmrkit::make_resource("size_class:max_pooled=1K,thread_cache=8K");
+  auto* typed = dynamic_cast<size_class_resource*>(r.get());
+  REQUIRE(typed);
+  CHECK(typed->options().max_pooled == 1024);
+  CHECK(typed->options().thread_cache == 8192);
+  CHECK(typed->stats().classes.back().block_size == 1024);
+}
+
+TEST_CASE("size_class: several resources side by side on one thread", "[size_class]") {
+  pmrkit::counting_resource up_a, up_b, up_c;
+  size_class_resource a({}, &up_a), b({}, &up_b);
+  size_class_unsync_resource c({}, &up_c);
+  std::pmr::memory_resource* all[] = {&a, &b, &c};
+  std::vector<std::pair<std::pmr::memory_resource*, void*>> blocks;
+  for (int i = 0; i < 3000; ++i) {
+    auto* r = all[i % 3];
+    void* p = r->allocate(32 + static_cast<std::size_t>(i % 7) * 16, 16);
+    fill_pattern(p, 32, static_cast<std::uint64_t>(i));
+    blocks.emplace_back(r, p);
+  }
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    REQUIRE(check_pattern(blocks[i].second, 32, i));
+    blocks[i].first->deallocate(blocks[i].second, 32 + (i % 7) * 16, 16);
+  }
+  for (auto* r : {&a, &b}) {
+    const auto s = r->stats();
+    CHECK(total(s, &size_class_stats::size_class::allocations) == 1000);
+    CHECK(total(s, &size_class_stats::size_class::live_blocks) == 0);
+  }
+  a.release();
+  CHECK(up_a.stats().bytes_in_use == 0);
+  CHECK(up_b.stats().bytes_in_use > 0);  // b is untouched by a's release
+  void* p = b.allocate(48, 16);
+  b.deallocate(p, 48, 16);
+}
+
+TEST_CASE("size_class: a thread that exits returns its cached blocks", "[size_class][threads]") {
+  pmrkit::counting_resource upstream;
+  size_class_options options;
+  options.max_retained = 0;
+  size_class_resource r(options, &upstream);
+  gate cached, may_exit;
+  std::thread worker([&] {
+    std::vector<void*> blocks;
+    for (int i = 0; i < 100; ++i) blocks.push_back(r.allocate(64, 16));
+    for (void* p : blocks) r.deallocate(p, 64, 16);
+    cached.open();
+    may_exit.wait();
+  });
+  cached.wait();
+  const size_class_stats during = r.stats();
+  CHECK(during.classes[4].block_size == 64);
+  CHECK(during.classes[4].cached_blocks > 0);  // the worker's cache, seen from here
+  CHECK(during.classes[4].allocations == 100);
+  CHECK(upstream.stats().bytes_in_use > 0);
+  may_exit.open();
+  worker.join();
+  const size_class_stats after = r.stats();
+  CHECK(after.classes[4].cached_blocks == 0);
+  CHECK(after.classes[4].allocations == 100);  // its counters were folded in, not lost
+  CHECK(after.classes[4].deallocations == 100);
+  CHECK(upstream.stats().bytes_in_use == 0);  // its blocks emptied their chunk: returned
+}
+
+TEST_CASE("size_class: blocks freed on another thread", "[size_class][threads]") {
+  pmrkit::counting_resource upstream;
+  size_class_resource r({}, &upstream);
+  constexpr int count = 5000;
+  std::vector<void*> blocks(count);
+  std::thread producer([&] {
+    for (int i = 0; i < count; ++i) {
+      const std::size_t bytes = 16 + static_cast<std::size_t>(i % 50) * 40;
+      blocks[static_cast<std::size_t>(i)] = r.allocate(bytes, 16);
+      fill_pattern(blocks[static_cast<std::size_t>(i)], bytes, static_cast<std::uint64_t>(i));
+    }
+  });
+  producer.join();
+  std::thread consumer([&] {
+    for (int i = 0; i < count; ++i) {
+      const std::size_t bytes = 16 + static_cast<std::size_t>(i % 50) * 40;
+      if (!check_pattern(blocks[static_cast<std::size_t>(i)], bytes, static_cast<std::uint64_t>(i)))
+        blocks[0] = nullptr;  // reported below (Catch2 is not thread-safe)
+      r.deallocate(blocks[static_cast<std::size_t>(i)], bytes, 16);
+    }
+  });
+  consumer.join();
+  const size_class_stats s = r.stats();
+  CHECK(total(s, &size_class_stats::size_class::allocations) == count);
+  CHECK(total(s, &size_class_stats::size_class::deallocations) == count);
+  CHECK(total(s, &size_class_stats::size_class::live_blocks) == 0);
+  CHECK(total(s, &size_class_stats::size_class::cached_blocks) == 0);  // both threads gone
+  CHECK(s.empty_chunk_bytes == s.bytes_from_upstream);  // every chunk is empty again
+}
+
+TEST_CASE("size_class: a resource destroyed while another thread caches its blocks",
+          "[size_class][threads]") {
+  pmrkit::test::tracking_upstream upstream;
+  auto r = std::make_unique<size_class_resource>(size_class_options{}, &upstream);
+  gate cached, destroyed;
+  bool reused_ok = true;
+  std::thread worker([&] {
+    std::vector<void*> blocks;
+    for (int i = 0; i < 200; ++i) blocks.push_back(r->allocate(24 + (i % 4) * 100, 8));
+    for (int i = 0; i < 200; ++i) r->deallocate(blocks[static_cast<std::size_t>(i)], 24 + (i % 4) * 100, 8);
+    cached.open();
+    destroyed.wait();
+    // A new resource, possibly at the old one's address: the stale cache must not serve it.
+    auto fresh = std::make_unique<size_class_resource>(size_class_options{}, &upstream);
+    std::vector<void*> more;
+    for (int i = 0; i < 200; ++i) {
+      more.push_back(fresh->allocate(24, 8));
+      fill_pattern(more.back(), 24, static_cast<std::uint64_t>(i));
+    }
+    for (int i = 0; i < 200; ++i) {
+      reused_ok = reused_ok && check_pattern(more[static_cast<std::size_t>(i)], 24, static_cast<std::uint64_t>(i));
+      fresh->deallocate(more[static_cast<std::size_t>(i)], 24, 8);
+    }
+    reused_ok = reused_ok && fresh->stats().classes[2].allocations == 200;
+  });
+  cached.wait();
+  r.reset();  // the worker still holds 200 cached blocks of it
+  CHECK(upstream.live_blocks() == 0);
+  destroyed.open();
+  worker.join();
+  CHECK(reused_ok);
+  CHECK(upstream.live_blocks() == 0);
+  CHECK(upstream.mismatched_deallocations() == 0);
+}
+
+TEST_CASE("size_class: thread exits racing resource destruction", "[size_class][threads]") {
+  pmrkit::test::tracking_upstream upstream;
+  for (int round = 0; round < 20; ++round) {
+    auto r = std::make_unique<size_class_resource>(size_class_options{}, &upstream);
+    constexpr int thread_count = 4;
+    std::atomic<int> done{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < thread_count; ++t) {
+      threads.emplace_back([&, t] {
+        std::vector<void*> blocks;
+        for (int i = 0; i < 300; ++i) blocks.push_back(r->allocate(8 + static_cast<std::size_t>((i * 7 + t) % 300), 8));
+        for (int i = 0; i < 300; ++i)
+          r->deallocate(blocks[static_cast<std::size_t>(i)], 8 + static_cast<std::size_t>((i * 7 + t) % 300), 8);
+        done.fetch_add(1);
+        // Returning now runs the exit hook, which gives the cache back while the main thread
+        // may be destroying the resource.
+      });
+    }
+    while (done.load() < thread_count) std::this_thread::yield();
+    r.reset();
+    for (auto& t : threads) t.join();
+    REQUIRE(upstream.live_blocks() == 0);
+  }
+  CHECK(upstream.mismatched_deallocations() == 0);
+}
+
+TEST_CASE("size_class: release() while other threads hold caches", "[size_class][threads]") {
+  pmrkit::counting_resource upstream;
+  size_class_resource r({}, &upstream);
+  gate cached, released;
+  bool ok = true;
+  std::thread worker([&] {
+    for (int i = 0; i < 50; ++i) r.deallocate(r.allocate(200, 8), 200, 8);
+    cached.open();
+    released.wait();
+    // Its old cache was dropped by release(); it gets a new one.
+    void* p = r.allocate(200, 8);
+    fill_pattern(p, 200, 5);
+    ok = check_pattern(p, 200, 5);
+    r.deallocate(p, 200, 8);
+  });
+  cached.wait();
+  r.release();
+  CHECK(upstream.stats().bytes_in_use == 0);
+  released.open();
+  worker.join();
+  CHECK(ok);
+  CHECK(r.stats().classes[11].allocations == 1);  // 224-byte class, counted since release()
+}
