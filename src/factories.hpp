@@ -20,5 +20,6 @@ resource_ptr make_mimalloc(option_reader&, std::pmr::memory_resource* upstream);
 resource_ptr make_mimalloc_heap(option_reader&, std::pmr::memory_resource* upstream);
 resource_ptr make_size_class(option_reader&, std::pmr::memory_resource* upstream);
 resource_ptr make_size_class_unsync(option_reader&, std::pmr::memory_resource* upstream);
+resource_ptr make_checked(option_reader&, std::pmr::memory_resource* upstream);
 
 }  // namespace pmrkit::detail

@@ -47,6 +47,11 @@ constexpr strategy_entry table[] = {
      "size_class's engine with a single-threaded policy: one cache, no locks, no atomics; "
      "single-threaded",
      false, true, true, make_size_class_unsync},
+    {"checked",
+     "wraps upstream and checks every use: double or foreign frees, wrong size or alignment, "
+     "overruns (guard bytes), writes after free (poisoned quarantine), blocks live at "
+     "destruction; on_error=abort|throw; thread-safe (one mutex); for tests and debugging",
+     true, true, true, make_checked},
 };
 
 std::string valid_names() {

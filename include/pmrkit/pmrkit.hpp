@@ -3,9 +3,11 @@
 #pragma once
 
 #include "pmrkit/aligned_pool_resource.hpp"
+#include "pmrkit/allocation_error.hpp"
 #include "pmrkit/boost_pool_resource.hpp"
 #include "pmrkit/buffer_pool.hpp"
 #include "pmrkit/byte_buffer.hpp"
+#include "pmrkit/checked_resource.hpp"
 #include "pmrkit/counting_resource.hpp"
 #include "pmrkit/mimalloc_resource.hpp"
 #include "pmrkit/registry.hpp"

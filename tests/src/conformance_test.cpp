@@ -201,7 +201,8 @@ TEST_CASE("every strategy: an upstream that throws std::bad_alloc", "[conformanc
   // Fail at the 1st, 2nd, 3rd ... upstream allocation until the workload completes.
   bool completed = false;
   std::size_t failures_seen = 0;
-  for (std::size_t allowed = 0; !completed && allowed < 64; ++allowed) {
+  // 256: `checked` takes each of the workload's 214 blocks from upstream separately.
+  for (std::size_t allowed = 0; !completed && allowed < 256; ++allowed) {
     CAPTURE(allowed);
     tracking_upstream tracking;
     pmrkit::test::failing_resource failing(&tracking, allowed);
