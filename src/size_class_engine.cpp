@@ -18,7 +18,9 @@ constexpr std::size_t min_blocks_per_chunk = 8;
 // A refill moves at most this many bytes (and 64 blocks), so a refill is cheap and a thread
 // does not hoard blocks of a class it used once.
 constexpr std::size_t refill_bytes = 32 * 1024;
-constexpr std::uint32_t max_batch = 64;
+constexpr std::size_t max_batch = 64;
+// No class may hold more than half of a thread's budget, nor more than this many blocks.
+constexpr std::size_t max_cached_blocks = 512;
 
 void require(bool ok, const std::string& message) {
   if (!ok) throw std::invalid_argument("pmrkit: size_class: " + message);
@@ -41,23 +43,17 @@ size_class_engine<Policy>::size_class_engine(const size_class_options& options,
               "; allowed: a power of two from 4096 (4 KiB) to 268435456 (256 MiB)");
 
   class_count_ = size_classes::index_of(options.max_pooled) + 1;
+  small_limit_ = std::min(table_limit, options.max_pooled);
   for (unsigned index = 0; index < class_count_; ++index) {
     class_info& info = info_[index];
     info.block_size = size_classes::size_of(index);
     info.chunk_bytes =
         std::max(options.chunk_size, std::bit_ceil(min_blocks_per_chunk * info.block_size));
     info.capacity = blocks_per_chunk(info.chunk_bytes, info.block_size);
-    if (options.thread_cache == 0) {
-      info.batch = 1;
-      info.limit = 0;
-    } else {
-      const std::size_t batch =
-          std::clamp<std::size_t>(refill_bytes / info.block_size, 1, max_batch);
-      const std::size_t limit =
-          std::clamp<std::size_t>(options.thread_cache / info.block_size, 1, 2 * batch);
-      info.limit = static_cast<std::uint32_t>(limit);
-      info.batch = static_cast<std::uint32_t>(std::min(batch, limit));
-    }
+    info.batch = static_cast<std::uint32_t>(
+        std::clamp<std::size_t>(refill_bytes / info.block_size, 1, max_batch));
+    info.max_limit = static_cast<std::uint32_t>(
+        std::min(max_cached_blocks, options.thread_cache / 2 / info.block_size));
   }
   for (std::size_t slot = 0; slot < small_classes_.size(); ++slot) {
     const std::size_t size = std::max<std::size_t>(slot * 8, 1);
@@ -74,10 +70,11 @@ size_class_engine<Policy>::~size_class_engine() {
 }
 
 template <class Policy>
-unsigned size_class_engine<Policy>::class_for_other(std::size_t bytes,
-                                                    std::size_t alignment) const noexcept {
+unsigned size_class_engine<Policy>::class_for(std::size_t bytes,
+                                              std::size_t alignment) const noexcept {
   const std::size_t size = std::max<std::size_t>({bytes, alignment, 1});
   if (size > options_.max_pooled) return size_classes::none;
+  if (size <= small_limit_ && alignment <= 16) return small_classes_[(size + 7) >> 3];
   // Walks at most to bit_ceil(size), a class whose blocks are aligned to it, and no larger
   // than max_pooled (a power of two).
   unsigned index = size_classes::index_of(size);
@@ -86,24 +83,50 @@ unsigned size_class_engine<Policy>::class_for_other(std::size_t bytes,
 }
 
 template <class Policy>
+void* size_class_engine<Policy>::allocate_slow(std::size_t bytes, std::size_t alignment) {
+  const unsigned index = class_for(bytes, alignment);
+  if (index == size_classes::none) return allocate_large(bytes, alignment);
+  cache* const local = local_cache();
+  if (local == nullptr) return allocate_uncached(index);
+  list_type& list = local->classes[index];
+  void* const block = list.head;
+  if (block == nullptr) return refill(*local, index);
+  list.head = next_of(block);
+  list.count.subtract(1);
+  list.allocations.add(1);
+  return block;
+}
+
+template <class Policy>
+void size_class_engine<Policy>::deallocate_slow(void* block, std::size_t bytes,
+                                                std::size_t alignment) noexcept {
+  const unsigned index = class_for(bytes, alignment);
+  if (index == size_classes::none) return deallocate_large(block, bytes, alignment);
+  cache* const local = local_cache();
+  if (local == nullptr) return deallocate_uncached(block, index);
+  list_type& list = local->classes[index];
+  set_next(block, list.head);
+  list.head = block;
+  list.count.add(1);
+  if (list.count.get() > list.limit) overflow(*local, index);
+}
+
+template <class Policy>
 void size_class_engine<Policy>::init_cache(cache& local) const noexcept {
   local.budget = options_.thread_cache;
-  for (unsigned index = 0; index < class_count_; ++index) {
-    local.classes[index].limit = info_[index].limit;
-    local.classes[index].block_size = static_cast<std::uint32_t>(info_[index].block_size);
-  }
 }
 
 // ---------------------------------------------------------------- thread caches (sync)
 
 template <class Policy>
-auto size_class_engine<Policy>::attach_thread_cache() noexcept -> cache* {
+auto size_class_engine<Policy>::local_cache() noexcept -> cache* {
   if constexpr (per_thread_caches) {
+    if (cache* const attached = cache_if_attached()) return attached;
     if (cache_link* found = find_thread_cache(this))
-      return &static_cast<thread_cache<counter>*>(found)->body;
+      return &static_cast<thread_cache_type*>(found)->body;
     // No cache (out of memory, or the thread is past its exit hook): the caller takes the
     // uncached path, which locks the class store for each block.
-    auto* fresh = new (std::nothrow) thread_cache<counter>;
+    auto* fresh = new (std::nothrow) thread_cache_type;
     if (!fresh) return nullptr;
     fresh->owner.store(this, std::memory_order_relaxed);
     fresh->give_back_to_owner = &give_back_thread_cache;
@@ -126,66 +149,84 @@ void size_class_engine<Policy>::give_back_thread_cache(cache_link& link) noexcep
     // size_class_thread_directory.hpp).
     auto* engine = static_cast<size_class_engine*>(
         const_cast<void*>(link.owner.load(std::memory_order_acquire)));
-    engine->give_back_everything(static_cast<thread_cache<counter>&>(link).body);
+    engine->give_back_everything(static_cast<thread_cache_type&>(link).body);
   }
 }
 
 template <class Policy>
 void size_class_engine<Policy>::give_back_everything(cache& local) noexcept {
   for (unsigned index = 0; index < class_count_; ++index) {
-    class_cache<counter>& list = local.classes[index];
+    list_type& list = local.classes[index];
     const auto count = static_cast<std::uint32_t>(list.count.get());
     const std::uint64_t allocations = list.allocations.get();
-    const std::uint64_t deallocations = list.deallocations.get();
-    if (count == 0 && allocations == 0 && deallocations == 0) continue;
-    give(index, list.head, count, allocations, deallocations);
+    if (count == 0 && allocations == 0) continue;
+    give(index, list.head, count, allocations);
     list.head = nullptr;
     list.count.set(0);
     list.allocations.set(0);
-    list.deallocations.set(0);
   }
-  local.cached_bytes = 0;
 }
 
 // ---------------------------------------------------------------- cache misses
 
 template <class Policy>
 void* size_class_engine<Policy>::refill(cache& local, unsigned index) {
-  class_cache<counter>& list = local.classes[index];
-  const block_list got = take(index, info_[index].batch, 0);
+  list_type& list = local.classes[index];
+  // A miss means the list was too short for how this thread uses the class: lengthen it.
+  grow_limit(local, index);
+  const block_list got = take(index, std::min(info_[index].batch, list.limit + 1), 0);
   void* const block = got.head;
   list.head = next_of(block);
   list.count.set(got.count - 1);
   list.allocations.add(1);
-  local.cached_bytes += (got.count - 1) * std::size_t{list.block_size};
   return block;
 }
 
 template <class Policy>
-void size_class_engine<Policy>::overflow(cache& local, unsigned index) noexcept {
-  class_cache<counter>& list = local.classes[index];
-  const auto count = static_cast<std::uint32_t>(list.count.get());
-  if (count > list.limit) flush(local, index, count - list.limit / 2);
-  if (local.cached_bytes > local.budget) {
-    // Over the thread's byte budget: halve every list, so the next overflow is far away.
-    for (unsigned other = 0; other < class_count_; ++other) {
-      const auto held = static_cast<std::uint32_t>(local.classes[other].count.get());
-      if (held > 0) flush(local, other, (held + 1) / 2);
-    }
+void size_class_engine<Policy>::grow_limit(cache& local, unsigned index) noexcept {
+  list_type& list = local.classes[index];
+  const class_info& info = info_[index];
+  if (list.limit >= info.max_limit) return;
+  const std::uint32_t step = std::min(info.batch, info.max_limit - list.limit);
+  const std::size_t wanted = step * info.block_size;
+  // Out of budget: take limit back from other classes, round robin, flushing what they hold
+  // beyond their new limit. A class this thread has stopped using gives up its blocks here.
+  for (unsigned tries = 0; tries < class_count_ && local.limit_bytes + wanted > local.budget;
+       ++tries) {
+    const unsigned victim = local.steal_cursor;
+    local.steal_cursor = victim + 1 < class_count_ ? victim + 1 : 0;
+    list_type& other = local.classes[victim];
+    if (victim == index || other.limit == 0) continue;
+    const std::uint32_t cut = std::min(other.limit, info_[victim].batch);
+    other.limit -= cut;
+    local.limit_bytes -= cut * info_[victim].block_size;
+    const auto held = static_cast<std::uint32_t>(other.count.get());
+    if (held > other.limit) flush(local, victim, held - other.limit);
   }
+  if (local.limit_bytes + wanted > local.budget) return;
+  list.limit += step;
+  local.limit_bytes += wanted;
+}
+
+template <class Policy>
+void size_class_engine<Policy>::overflow(cache& local, unsigned index) noexcept {
+  // Frees outpace allocations on this thread (it consumes what others produce, or a burst
+  // ends): give back half the limit's worth in one batch.
+  list_type& list = local.classes[index];
+  const auto count = static_cast<std::uint32_t>(list.count.get());
+  flush(local, index, count - list.limit / 2);
 }
 
 template <class Policy>
 void size_class_engine<Policy>::flush(cache& local, unsigned index,
                                       std::uint32_t count) noexcept {
-  class_cache<counter>& list = local.classes[index];
+  list_type& list = local.classes[index];
   void* const first = list.head;
   void* last = first;
   for (std::uint32_t i = 1; i < count; ++i) last = next_of(last);
   list.head = next_of(last);
   list.count.subtract(count);
-  local.cached_bytes -= count * std::size_t{list.block_size};
-  give(index, first, count, 0, 0);
+  give(index, first, count, 0);
 }
 
 template <class Policy>
@@ -195,7 +236,7 @@ void* size_class_engine<Policy>::allocate_uncached(unsigned index) {
 
 template <class Policy>
 void size_class_engine<Policy>::deallocate_uncached(void* block, unsigned index) noexcept {
-  give(index, block, 1, 0, 1);
+  give(index, block, 1, 0);
 }
 
 // ---------------------------------------------------------------- shared stores
@@ -225,8 +266,7 @@ block_list size_class_engine<Policy>::take(unsigned index, std::uint32_t wanted,
 
 template <class Policy>
 void size_class_engine<Policy>::give(unsigned index, void* blocks, std::uint32_t count,
-                                     std::uint64_t allocations,
-                                     std::uint64_t deallocations) noexcept {
+                                     std::uint64_t allocations) noexcept {
   class_store<Policy>& store = stores_[index];
   const class_info& info = info_[index];
   chunk_header* released = nullptr;
@@ -234,7 +274,6 @@ void size_class_engine<Policy>::give(unsigned index, void* blocks, std::uint32_t
     const std::lock_guard lock(store.mutex);
     store.give(info, blocks, count, options_.max_retained, empty_chunk_bytes_, released);
     store.allocations += allocations;
-    store.deallocations += deallocations;
   }
   free_chunks(released, info.chunk_bytes);
 }
@@ -339,9 +378,8 @@ size_class_stats size_class_engine<Policy>::stats() const {
   }
   const auto add_cache = [&](const cache& local) {
     for (unsigned index = 0; index < class_count_; ++index) {
-      const class_cache<counter>& list = local.classes[index];
+      const list_type& list = local.classes[index];
       out.classes[index].allocations += list.allocations.get();
-      out.classes[index].deallocations += list.deallocations.get();
       out.classes[index].cached_blocks += list.count.get();
     }
   };
@@ -351,24 +389,29 @@ size_class_stats size_class_engine<Policy>::stats() const {
       size_class_stats::size_class& entry = out.classes[index];
       const std::lock_guard lock(store.mutex);
       entry.allocations += store.allocations;
-      entry.deallocations += store.deallocations;
       entry.chunks = store.chunks;
       entry.free_blocks = store.chunks * info_[index].capacity - store.blocks_out;
+      // Blocks out of the store are live or cached (frees are not counted per call).
+      entry.live_blocks = store.blocks_out;
     }
   };
   if constexpr (per_thread_caches) {
     registry_.while_frozen(
         [&](const cache_link& link) {
-          add_cache(static_cast<const thread_cache<counter>&>(link).body);
+          add_cache(static_cast<const thread_cache_type&>(link).body);
         },
         add_stores);
   } else {
     add_cache(own_cache_);
     add_stores();
   }
-  for (auto& entry : out.classes)
+  for (auto& entry : out.classes) {
+    // While other threads run, the parts may disagree a little; never report a negative.
     entry.live_blocks =
-        entry.allocations > entry.deallocations ? entry.allocations - entry.deallocations : 0;
+        entry.live_blocks > entry.cached_blocks ? entry.live_blocks - entry.cached_blocks : 0;
+    entry.deallocations =
+        entry.allocations > entry.live_blocks ? entry.allocations - entry.live_blocks : 0;
+  }
   {
     const std::lock_guard lock(large_mutex_);
     out.large_allocations = large_allocations_;

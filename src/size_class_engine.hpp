@@ -26,8 +26,7 @@ namespace pmrkit::detail {
 template <class Policy>
 class size_class_engine {
   using traits = policy_traits<Policy>;
-  using counter = typename traits::counter;
-  using cache = cache_body<counter>;
+  using cache = cache_body<traits::template counter>;
   static constexpr bool per_thread_caches = traits::per_thread_caches;
 
  public:
@@ -37,39 +36,40 @@ class size_class_engine {
   size_class_engine(const size_class_engine&) = delete;
   size_class_engine& operator=(const size_class_engine&) = delete;
 
+  // The fast paths handle a request with a table-sized class and a cache hit; everything else
+  // is a tail call into the slow paths, which recompute what they need. That keeps these
+  // functions free of stack frames and saved registers.
   void* allocate(std::size_t bytes, std::size_t alignment) {
-    const unsigned index = class_for(bytes, alignment);
-    if (index == size_classes::none) [[unlikely]]
-      return allocate_large(bytes, alignment);
-    cache* const local = local_cache();
-    if (local == nullptr) [[unlikely]]
-      return allocate_uncached(index);
-    class_cache<counter>& list = local->classes[index];
-    void* const block = list.head;
-    if (block == nullptr) [[unlikely]]
-      return refill(*local, index);
-    list.head = next_of(block);
-    list.count.subtract(1);
-    list.allocations.add(1);
-    local->cached_bytes -= list.block_size;
-    return block;
+    const std::size_t size = bytes > alignment ? bytes : alignment;
+    if (size <= small_limit_ && alignment <= 16) [[likely]] {
+      if (cache* const local = cache_if_attached()) [[likely]] {
+        list_type& list = local->classes[small_classes_[(size + 7) >> 3]];
+        if (void* const block = list.head) [[likely]] {
+          list.head = next_of(block);
+          list.count.subtract(1);
+          list.allocations.add(1);
+          return block;
+        }
+      }
+    }
+    return allocate_slow(bytes, alignment);
   }
 
   void deallocate(void* block, std::size_t bytes, std::size_t alignment) noexcept {
-    const unsigned index = class_for(bytes, alignment);
-    if (index == size_classes::none) [[unlikely]]
-      return deallocate_large(block, bytes, alignment);
-    cache* const local = local_cache();
-    if (local == nullptr) [[unlikely]]
-      return deallocate_uncached(block, index);
-    class_cache<counter>& list = local->classes[index];
-    set_next(block, list.head);
-    list.head = block;
-    list.count.add(1);
-    list.deallocations.add(1);
-    local->cached_bytes += list.block_size;
-    if (list.count.get() > list.limit || local->cached_bytes > local->budget) [[unlikely]]
-      overflow(*local, index);
+    const std::size_t size = bytes > alignment ? bytes : alignment;
+    if (size <= small_limit_ && alignment <= 16) [[likely]] {
+      if (cache* const local = cache_if_attached()) [[likely]] {
+        const unsigned index = small_classes_[(size + 7) >> 3];
+        list_type& list = local->classes[index];
+        set_next(block, list.head);
+        list.head = block;
+        list.count.add(1);
+        if (list.count.get() <= list.limit) [[likely]]
+          return;
+        return overflow(*local, index);
+      }
+    }
+    return deallocate_slow(block, bytes, alignment);
   }
 
   void release() noexcept;
@@ -79,42 +79,44 @@ class size_class_engine {
 
  private:
   // Requests of at most this many bytes (and alignment at most 16) find their class in one
-  // table load; 4096 covers the sizes most programs allocate most often.
+  // table load; 4096 covers the sizes most programs allocate most often. Every class from 16
+  // bytes up is a multiple of 16, so 16-byte alignment costs nothing.
   static constexpr std::size_t table_limit = 4096;
 
-  unsigned class_for(std::size_t bytes, std::size_t alignment) const noexcept {
-    const std::size_t size = bytes > alignment ? bytes : alignment;
-    // Every class from 16 bytes up is a multiple of 16, so 16-byte alignment is free.
-    if (size <= table_limit && alignment <= 16) [[likely]]
-      return small_classes_[(size + 7) >> 3];
-    return class_for_other(bytes, alignment);
-  }
-  unsigned class_for_other(std::size_t bytes, std::size_t alignment) const noexcept;
+  using list_type = class_cache<traits::template counter>;
+  using thread_cache_type = thread_cache<traits::template counter>;
 
-  cache* local_cache() noexcept {
+  cache* cache_if_attached() noexcept {
     if constexpr (per_thread_caches) {
       cache_link* const link = this_thread_caches.last;
       if (link != nullptr && link->owner.load(std::memory_order_relaxed) == this) [[likely]]
-        return &static_cast<thread_cache<counter>*>(link)->body;
-      return attach_thread_cache();
+        return &static_cast<thread_cache_type*>(link)->body;
+      return nullptr;
     } else {
       return &own_cache_;
     }
   }
 
+  unsigned class_for(std::size_t bytes, std::size_t alignment) const noexcept;
+  // The calling thread's cache, made on first use; nullptr if there can be none (out of
+  // memory, or the thread is past its exit hook).
+  cache* local_cache() noexcept;
+
   // Slow paths (size_class_engine.cpp).
-  cache* attach_thread_cache() noexcept;
+  void* allocate_slow(std::size_t bytes, std::size_t alignment);
+  void deallocate_slow(void* block, std::size_t bytes, std::size_t alignment) noexcept;
   static void give_back_thread_cache(cache_link& link) noexcept;
   void init_cache(cache& local) const noexcept;
   void* refill(cache& local, unsigned index);
   void overflow(cache& local, unsigned index) noexcept;
+  void grow_limit(cache& local, unsigned index) noexcept;
   void flush(cache& local, unsigned index, std::uint32_t count) noexcept;
   void give_back_everything(cache& local) noexcept;
   void* allocate_uncached(unsigned index);
   void deallocate_uncached(void* block, unsigned index) noexcept;
   block_list take(unsigned index, std::uint32_t wanted, std::uint64_t allocations);
-  void give(unsigned index, void* blocks, std::uint32_t count, std::uint64_t allocations,
-            std::uint64_t deallocations) noexcept;
+  void give(unsigned index, void* blocks, std::uint32_t count,
+            std::uint64_t allocations) noexcept;
   chunk_header* new_chunk(unsigned index);
   void free_chunks(chunk_header* chain, std::size_t chunk_bytes) noexcept;
   void* allocate_large(std::size_t bytes, std::size_t alignment);
@@ -131,6 +133,7 @@ class size_class_engine {
   std::pmr::memory_resource* const upstream_;
   const size_class_options options_;
   unsigned class_count_ = 0;
+  std::size_t small_limit_ = 0;  // min(table_limit, max_pooled): classes found by table
   std::array<std::uint8_t, table_limit / 8 + 1> small_classes_{};
   std::array<class_info, size_classes::count> info_{};
   [[no_unique_address]] std::conditional_t<per_thread_caches, nothing, cache> own_cache_{};

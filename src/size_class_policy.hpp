@@ -15,30 +15,32 @@ namespace pmrkit::detail {
 
 // Written by one thread only, read by stats() on any thread: a relaxed load and store, which
 // compile to plain moves (no locked read-modify-write).
+template <class Integer>
 class owner_counter {
  public:
-  void add(std::uint64_t n) noexcept {
+  void add(Integer n) noexcept {
     value_.store(value_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
   }
-  void subtract(std::uint64_t n) noexcept {
+  void subtract(Integer n) noexcept {
     value_.store(value_.load(std::memory_order_relaxed) - n, std::memory_order_relaxed);
   }
-  void set(std::uint64_t n) noexcept { value_.store(n, std::memory_order_relaxed); }
-  std::uint64_t get() const noexcept { return value_.load(std::memory_order_relaxed); }
+  void set(Integer n) noexcept { value_.store(n, std::memory_order_relaxed); }
+  Integer get() const noexcept { return value_.load(std::memory_order_relaxed); }
 
  private:
-  std::atomic<std::uint64_t> value_{0};
+  std::atomic<Integer> value_{0};
 };
 
+template <class Integer>
 class plain_counter {
  public:
-  void add(std::uint64_t n) noexcept { value_ += n; }
-  void subtract(std::uint64_t n) noexcept { value_ -= n; }
-  void set(std::uint64_t n) noexcept { value_ = n; }
-  std::uint64_t get() const noexcept { return value_; }
+  void add(Integer n) noexcept { value_ += n; }
+  void subtract(Integer n) noexcept { value_ -= n; }
+  void set(Integer n) noexcept { value_ = n; }
+  Integer get() const noexcept { return value_; }
 
  private:
-  std::uint64_t value_ = 0;
+  Integer value_ = 0;
 };
 
 // Updated by several threads (slow paths only), so a real atomic in the sync policy.
@@ -86,7 +88,8 @@ template <>
 struct policy_traits<sync_policy> {
   static constexpr bool per_thread_caches = true;
   using mutex = std::mutex;
-  using counter = owner_counter;
+  template <class Integer>
+  using counter = owner_counter<Integer>;
   using shared_counter = shared_atomic_counter;
 };
 
@@ -94,7 +97,8 @@ template <>
 struct policy_traits<unsync_policy> {
   static constexpr bool per_thread_caches = false;
   using mutex = no_mutex;
-  using counter = plain_counter;
+  template <class Integer>
+  using counter = plain_counter<Integer>;
   using shared_counter = shared_plain_counter;
 };
 

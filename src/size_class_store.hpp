@@ -18,8 +18,8 @@ struct class_info {
   std::size_t block_size = 0;
   std::size_t chunk_bytes = 0;
   std::uint32_t capacity = 0;  // blocks per chunk
-  std::uint32_t batch = 0;     // blocks per refill
-  std::uint32_t limit = 0;     // blocks a cache keeps at most
+  std::uint32_t batch = 0;      // blocks per refill, and the step a cache's limit grows by
+  std::uint32_t max_limit = 0;  // blocks of the class a cache may hold at most
 };
 
 struct block_list {
@@ -38,7 +38,6 @@ struct alignas(64) class_store {
   std::uint64_t chunks = 0;
   std::uint64_t blocks_out = 0;     // allocated or cached, over all chunks
   std::uint64_t allocations = 0;    // for caches that are gone and for uncached calls
-  std::uint64_t deallocations = 0;
 
   void add_chunk(chunk_header* chunk) noexcept {
     chunk->state = chunk_state::partial;
@@ -138,7 +137,7 @@ struct alignas(64) class_store {
         chunk = next;
       }
     }
-    chunks = blocks_out = allocations = deallocations = 0;
+    chunks = blocks_out = allocations = 0;
     return all;
   }
 };

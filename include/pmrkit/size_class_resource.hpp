@@ -37,9 +37,9 @@ struct size_class_options {
   // go back to upstream as soon as they empty. 0 returns every empty chunk at once. The
   // default lets a burst of a few MiB be reused without a round trip to upstream.
   std::size_t max_retained = 4 * 1024 * 1024;
-  // Free bytes each thread may cache per resource (0 turns the caches off: every call then
-  // locks the shared store of its class).
-  std::size_t thread_cache = 256 * 1024;
+  // Free bytes each thread may cache per resource, shared among the classes as the thread
+  // uses them (0 turns the caches off: every call then locks the shared store of its class).
+  std::size_t thread_cache = 2 * 1024 * 1024;
 };
 
 // A snapshot. Exact when no other thread is using the resource; otherwise each field is
