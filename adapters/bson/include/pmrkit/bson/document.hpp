@@ -1,0 +1,83 @@
+// pmrkit/bson/document.hpp — a BSON document encoded by libbson into memory from a
+// std::pmr::memory_resource, reusable from one document to the next.
+//
+// document wraps a libbson bson_t whose buffer is grown through the resource (libbson's
+// bson_realloc_func hook, bridged to allocate/deallocate), so encoding takes no memory from
+// the global heap once the document exists; clear() keeps the storage for the next document, so
+// a reused document encodes with no allocation at all. Creating one costs libbson's own small
+// bson_t allocation (see global_allocator.hpp to route that to a resource too). Appends either
+// succeed completely or throw and leave the document as it was (std::length_error when the
+// document would pass 2 GiB; std::invalid_argument for a key containing NUL, or a non-empty key
+// inside an array, whose keys are the indexes "0", "1", ...; std::logic_error for a nesting
+// mistake). Not thread-safe: one thread at a time. Move-only (a moved-from document may only be
+// destroyed or assigned to); the resource must outlive it.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory_resource>
+#include <span>
+#include <string_view>
+
+namespace pmrkit::bson {
+
+// A 12-byte ObjectId.
+struct object_id {
+  std::array<std::byte, 12> bytes{};
+  // A new id from libbson's process-wide generator (time, random per process, counter);
+  // thread-safe.
+  static object_id generate();
+  friend bool operator==(const object_id&, const object_id&) = default;
+};
+
+class document {
+ public:
+  // Nested documents and arrays this encoder can have open at once.
+  static constexpr std::size_t max_depth = 15;
+
+  explicit document(std::pmr::memory_resource* resource = std::pmr::get_default_resource(),
+                    std::size_t initial_capacity = 256);
+  document(document&& other) noexcept;
+  document& operator=(document&& other) noexcept;
+  document(const document&) = delete;
+  document& operator=(const document&) = delete;
+  ~document();
+
+  document& append_int32(std::string_view key, std::int32_t value);
+  document& append_int64(std::string_view key, std::int64_t value);
+  document& append_double(std::string_view key, double value);
+  document& append_bool(std::string_view key, bool value);
+  document& append_null(std::string_view key);
+  // Any bytes, as a BSON string: pass valid UTF-8 (libbson does not check it, nor does this).
+  document& append_utf8(std::string_view key, std::string_view value);
+  // UTC milliseconds since the Unix epoch.
+  document& append_date_time(std::string_view key, std::int64_t milliseconds_since_epoch);
+  document& append_object_id(std::string_view key, const object_id& id);
+  document& append_binary(std::string_view key, std::span<const std::byte> bytes,
+                          std::uint8_t subtype = 0);
+  // An already-encoded document as a nested document (checked like validate_document()).
+  document& append_document(std::string_view key, std::span<const std::byte> encoded);
+
+  document& begin_document(std::string_view key);
+  document& begin_array(std::string_view key);
+  // Closes the innermost open document or array; std::logic_error if none is open.
+  document& end();
+
+  // The encoded document. std::logic_error while a nested document or array is open.
+  std::span<const std::byte> bytes() const;
+  std::size_t size() const noexcept;      // encoded bytes so far
+  std::size_t capacity() const noexcept;  // bytes of storage held
+  std::size_t depth() const noexcept;     // open nested documents and arrays
+  // Empties the document, keeping its storage.
+  void clear() noexcept;
+
+  std::pmr::memory_resource* resource() const noexcept { return resource_; }
+
+ private:
+  struct impl;
+  std::pmr::memory_resource* resource_;
+  impl* impl_ = nullptr;  // allocated from resource_
+};
+
+}  // namespace pmrkit::bson
