@@ -1,0 +1,40 @@
+// pmrkit/datagram/peer_address.hpp — the address a datagram or connection came from.
+//
+// A plain value (copyable, no allocation) holding an IPv4 or IPv6 socket address as the kernel
+// reported it. Thread-safe as any value is: copies are independent.
+#pragma once
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cstdint>
+#include <string>
+
+namespace pmrkit::datagram {
+
+class peer_address {
+ public:
+  peer_address() noexcept = default;
+  // Copies `length` bytes of `address`; a length above sizeof(sockaddr_storage) is clamped.
+  peer_address(const sockaddr* address, socklen_t length) noexcept;
+
+  // AF_INET, AF_INET6, or AF_UNSPEC for an empty address.
+  int family() const noexcept { return storage_.ss_family; }
+  // The port in host byte order; 0 for an empty address.
+  std::uint16_t port() const noexcept;
+  // "127.0.0.1:514" or "[::1]:514"; "-" for an empty address.
+  std::string to_string() const;
+
+  const sockaddr* data() const noexcept { return reinterpret_cast<const sockaddr*>(&storage_); }
+  sockaddr* data() noexcept { return reinterpret_cast<sockaddr*>(&storage_); }
+  socklen_t size() const noexcept { return length_; }
+  // For filling by recvmsg/accept: the capacity, then set_size() with what the kernel wrote.
+  static constexpr socklen_t capacity() noexcept { return sizeof(sockaddr_storage); }
+  void set_size(socklen_t length) noexcept;
+
+ private:
+  sockaddr_storage storage_{};
+  socklen_t length_ = 0;
+};
+
+}  // namespace pmrkit::datagram

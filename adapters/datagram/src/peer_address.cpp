@@ -1,0 +1,40 @@
+#include "pmrkit/datagram/peer_address.hpp"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace pmrkit::datagram {
+
+peer_address::peer_address(const sockaddr* address, socklen_t length) noexcept {
+  length_ = std::min<socklen_t>(length, capacity());
+  std::memcpy(&storage_, address, length_);
+}
+
+void peer_address::set_size(socklen_t length) noexcept { length_ = std::min(length, capacity()); }
+
+std::uint16_t peer_address::port() const noexcept {
+  if (storage_.ss_family == AF_INET && length_ >= sizeof(sockaddr_in))
+    return ntohs(reinterpret_cast<const sockaddr_in*>(&storage_)->sin_port);
+  if (storage_.ss_family == AF_INET6 && length_ >= sizeof(sockaddr_in6))
+    return ntohs(reinterpret_cast<const sockaddr_in6*>(&storage_)->sin6_port);
+  return 0;
+}
+
+std::string peer_address::to_string() const {
+  char text[INET6_ADDRSTRLEN] = {};
+  if (storage_.ss_family == AF_INET && length_ >= sizeof(sockaddr_in)) {
+    ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&storage_)->sin_addr, text,
+                sizeof text);
+    return std::string(text) + ':' + std::to_string(port());
+  }
+  if (storage_.ss_family == AF_INET6 && length_ >= sizeof(sockaddr_in6)) {
+    ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&storage_)->sin6_addr, text,
+                sizeof text);
+    return '[' + std::string(text) + "]:" + std::to_string(port());
+  }
+  return "-";
+}
+
+}  // namespace pmrkit::datagram

@@ -1,0 +1,280 @@
+#include "pmrkit/datagram/tcp_receiver.hpp"
+
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <vector>
+
+#include "pmrkit/datagram/errors.hpp"
+#include "socket_util.hpp"
+
+namespace pmrkit::datagram {
+namespace {
+
+constexpr std::size_t min_read_buffer = 512;
+constexpr std::size_t max_read_buffer = std::size_t{16} << 20;
+constexpr int events_per_wait = 64;
+// Fairness: a connection that always has data gets this many reads per wakeup, then the
+// others have their turn (epoll is level-triggered, so it is reported again).
+constexpr int reads_per_turn = 16;
+constexpr int accepts_per_turn = 64;
+
+void owner_add(std::atomic<std::uint64_t>& counter, std::uint64_t amount = 1) noexcept {
+  counter.store(counter.load(std::memory_order_relaxed) + amount, std::memory_order_relaxed);
+}
+
+const tcp_receiver_options& checked(const tcp_receiver_options& options) {
+  if (options.read_buffer_size < min_read_buffer || options.read_buffer_size > max_read_buffer) {
+    throw invalid_option("read_buffer_size " + std::to_string(options.read_buffer_size) +
+                         " is out of range; allowed: " + std::to_string(min_read_buffer) + ".." +
+                         std::to_string(max_read_buffer) + " bytes");
+  }
+  if (options.max_connections == 0) {
+    throw invalid_option("max_connections 0 is out of range; allowed: 1 or more");
+  }
+  if (options.listen_backlog <= 0) {
+    throw invalid_option("listen_backlog " + std::to_string(options.listen_backlog) +
+                         " is out of range; allowed: 1 or more");
+  }
+  return options;
+}
+
+}  // namespace
+
+struct tcp_receiver::impl {
+  struct connection {
+    connection(int descriptor, const peer_address& from, std::uint64_t number, buffer_pool& pool,
+               const framer_options& framing)
+        : fd(descriptor), peer(from), id(number), framer(pool, framing) {}
+    detail::unique_fd fd;
+    peer_address peer;
+    std::uint64_t id;
+    syslog_framer framer;
+    std::size_t index = 0;  // in impl::connections
+  };
+
+  impl(tcp_receiver& owner, const tcp_receiver_options& options, buffer_pool& buffers)
+      : receiver(owner),
+        pool(buffers),
+        framing{.mode = options.mode, .max_frame_size = options.max_frame_size},
+        wake_fd(detail::make_wake_fd()) {}
+
+  void listen(const tcp_receiver_options& options);
+  void watch(int fd, void* tag);
+  void accept_ready();
+  std::size_t service(connection& c, tcp_frame_handler& handler);
+  void close(connection& c);
+
+  tcp_receiver& receiver;
+  buffer_pool& pool;
+  framer_options framing;
+  detail::unique_fd listen_fd;
+  detail::unique_fd epoll_fd;
+  detail::unique_fd wake_fd;
+  byte_buffer read_buffer;
+  std::vector<std::unique_ptr<connection>> connections;
+  std::uint64_t next_id = 1;
+  std::function<void(const connection_error&)> on_error;
+  tcp_frame frame;  // reused: only its buffer changes per message
+  // Addresses that tag the listening socket and the eventfd in epoll (connections are tagged
+  // with their own address).
+  char listen_tag = 0;
+  char wake_tag = 0;
+
+  std::atomic<std::uint64_t> frames{0};
+  std::atomic<std::uint64_t> bytes_received{0};
+  std::atomic<std::uint64_t> accepted{0};
+  std::atomic<std::uint64_t> closed{0};
+  std::atomic<std::uint64_t> rejected{0};
+  std::atomic<std::uint64_t> framing_errors{0};
+  std::atomic<std::uint64_t> cut_at_close{0};
+  std::atomic<std::size_t> open{0};
+};
+
+void tcp_receiver::impl::listen(const tcp_receiver_options& options) {
+  const peer_address local = detail::parse_address(options.address, options.port);
+  const std::string where = local.to_string();
+  listen_fd = detail::unique_fd(::socket(local.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (listen_fd.get() < 0) detail::throw_errno(errno, "socket(SOCK_STREAM)", where);
+  const int on = 1;
+  // A restarted server must be able to bind while old connections sit in TIME_WAIT.
+  if (::setsockopt(listen_fd.get(), SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) != 0)
+    detail::throw_errno(errno, "setsockopt(SO_REUSEADDR)", where);
+  if (::bind(listen_fd.get(), local.data(), local.size()) != 0)
+    detail::throw_errno(errno, "bind tcp", where);
+  if (::listen(listen_fd.get(), options.listen_backlog) != 0)
+    detail::throw_errno(errno, "listen", where);
+  epoll_fd = detail::unique_fd(::epoll_create1(EPOLL_CLOEXEC));
+  if (epoll_fd.get() < 0) detail::throw_errno(errno, "epoll_create1", "");
+  watch(listen_fd.get(), &listen_tag);
+  watch(wake_fd.get(), &wake_tag);
+  read_buffer = pool.acquire(options.read_buffer_size);
+}
+
+void tcp_receiver::impl::watch(int fd, void* tag) {
+  epoll_event event{};
+  event.events = EPOLLIN;
+  event.data.ptr = tag;
+  if (::epoll_ctl(epoll_fd.get(), EPOLL_CTL_ADD, fd, &event) != 0)
+    detail::throw_errno(errno, "epoll_ctl(ADD)", "");
+}
+
+void tcp_receiver::impl::accept_ready() {
+  for (int i = 0; i < accepts_per_turn; ++i) {
+    peer_address peer;
+    socklen_t length = peer_address::capacity();
+    const int fd = ::accept4(listen_fd.get(), peer.data(), &length, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      // EAGAIN: nothing more to accept. Anything else (a connection reset before we took it,
+      // too many open files) concerns that one connection; the listener goes on.
+      return;
+    }
+    detail::unique_fd owned(fd);
+    peer.set_size(length);
+    owner_add(accepted);
+    if (connections.size() >= receiver.options_.max_connections) {
+      owner_add(rejected);
+      owner_add(closed);
+      continue;  // `owned` closes it
+    }
+    auto c = std::make_unique<connection>(owned.release(), peer, next_id++, pool, framing);
+    c->index = connections.size();
+    watch(c->fd.get(), c.get());
+    connections.push_back(std::move(c));
+    open.store(connections.size(), std::memory_order_relaxed);
+  }
+}
+
+void tcp_receiver::impl::close(connection& c) {
+  const std::size_t at = c.index;
+  // Closing the descriptor also removes it from the epoll set.
+  std::swap(connections[at], connections.back());
+  connections[at]->index = at;
+  connections.pop_back();  // destroys c
+  owner_add(closed);
+  open.store(connections.size(), std::memory_order_relaxed);
+}
+
+std::size_t tcp_receiver::impl::service(connection& c, tcp_frame_handler& handler) {
+  std::size_t delivered = 0;
+  auto on_frame = [&](std::span<const std::byte> bytes) {
+    frame.buffer = pool.acquire(bytes.size());
+    frame.buffer.append(bytes);
+    frame.peer = c.peer;
+    frame.connection = c.id;
+    owner_add(frames);
+    ++delivered;
+    handler(frame);
+    frame.buffer.reset();  // back to the pool, unless the handler took it
+  };
+  for (int i = 0; i < reads_per_turn; ++i) {
+    const ssize_t got = ::read(c.fd.get(), read_buffer.data(), read_buffer.capacity());
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) close(c);  // reset by peer, ...
+      return delivered;
+    }
+    if (got == 0) {
+      if (c.framer.has_partial_frame()) owner_add(cut_at_close);
+      close(c);
+      return delivered;
+    }
+    owner_add(bytes_received, static_cast<std::uint64_t>(got));
+    framing_error error;
+    try {
+      error = c.framer.feed({read_buffer.data(), static_cast<std::size_t>(got)}, on_frame);
+    } catch (...) {
+      frame.buffer.reset();
+      close(c);
+      throw;
+    }
+    if (error != framing_error::none) {
+      owner_add(framing_errors);
+      const connection_error report{c.peer, c.id, error};
+      close(c);
+      if (on_error) on_error(report);
+      return delivered;
+    }
+    if (static_cast<std::size_t>(got) < read_buffer.capacity()) return delivered;  // drained
+  }
+  return delivered;
+}
+
+tcp_receiver::tcp_receiver(const tcp_receiver_options& options, std::pmr::memory_resource* resource)
+    : tcp_receiver(checked(options), std::make_unique<buffer_pool>(resource), nullptr) {}
+
+tcp_receiver::tcp_receiver(const tcp_receiver_options& options, buffer_pool& pool)
+    : tcp_receiver(checked(options), nullptr, &pool) {}
+
+tcp_receiver::tcp_receiver(const tcp_receiver_options& options, std::unique_ptr<buffer_pool> owned,
+                           buffer_pool* pool)
+    : options_(options),
+      owned_pool_(std::move(owned)),
+      pool_(pool != nullptr ? pool : owned_pool_.get()) {
+  // The framer validates max_frame_size; make one now so a bad value fails here.
+  (void)syslog_framer(*pool_, {.mode = options.mode, .max_frame_size = options.max_frame_size});
+  impl_ = std::make_unique<impl>(*this, options_, *pool_);
+  impl_->listen(options_);
+  port_ = detail::bound_port(impl_->listen_fd.get());
+}
+
+tcp_receiver::~tcp_receiver() = default;
+
+void tcp_receiver::set_error_handler(std::function<void(const connection_error&)> on_error) {
+  impl_->on_error = std::move(on_error);
+}
+
+std::size_t tcp_receiver::poll_once(std::chrono::milliseconds timeout, tcp_frame_handler handler) {
+  if (stop_requested()) return 0;
+  epoll_event events[events_per_wait];
+  const long long wait_ms = timeout.count() < 0 ? -1 : std::min<long long>(timeout.count(), INT32_MAX);
+  const int ready = ::epoll_wait(impl_->epoll_fd.get(), events, events_per_wait, static_cast<int>(wait_ms));
+  if (ready < 0) {
+    if (errno == EINTR) return 0;
+    detail::throw_errno(errno, "epoll_wait", "");
+  }
+  std::size_t delivered = 0;
+  for (int i = 0; i < ready; ++i) {
+    void* tag = events[i].data.ptr;
+    if (tag == &impl_->wake_tag) continue;  // stop(): nothing to read, the flag says it all
+    if (tag == &impl_->listen_tag) {
+      impl_->accept_ready();
+      continue;
+    }
+    // A connection closed earlier in this loop cannot appear again: epoll reports each
+    // descriptor once per wait, and new connections are not in this batch of events.
+    delivered += impl_->service(*static_cast<impl::connection*>(tag), handler);
+  }
+  return delivered;
+}
+
+std::uint64_t tcp_receiver::run(tcp_frame_handler handler) {
+  std::uint64_t delivered = 0;
+  while (!stop_requested()) delivered += poll_once(std::chrono::milliseconds(-1), handler);
+  return delivered;
+}
+
+void tcp_receiver::stop() noexcept {
+  stop_requested_.store(true, std::memory_order_release);
+  detail::signal_wake_fd(impl_->wake_fd.get());
+}
+
+tcp_receiver_stats tcp_receiver::stats() const noexcept {
+  const impl& i = *impl_;
+  return {.frames = i.frames.load(std::memory_order_relaxed),
+          .bytes_received = i.bytes_received.load(std::memory_order_relaxed),
+          .connections_accepted = i.accepted.load(std::memory_order_relaxed),
+          .connections_closed = i.closed.load(std::memory_order_relaxed),
+          .connections_rejected = i.rejected.load(std::memory_order_relaxed),
+          .framing_errors = i.framing_errors.load(std::memory_order_relaxed),
+          .cut_at_close = i.cut_at_close.load(std::memory_order_relaxed)};
+}
+
+std::size_t tcp_receiver::open_connections() const noexcept {
+  return impl_->open.load(std::memory_order_relaxed);
+}
+
+}  // namespace pmrkit::datagram

@@ -1,0 +1,239 @@
+#include "pmrkit/datagram/tcp_receiver.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <future>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "net_test_support.hpp"
+#include "pmrkit/buffer_pool.hpp"
+#include "pmrkit/counting_resource.hpp"
+#include "pmrkit/datagram/errors.hpp"
+
+namespace {
+
+using namespace pmrkit::datagram;
+using pmrkit::test::net::as_string;
+using pmrkit::test::net::poll_until;
+using pmrkit::test::net::tcp_client;
+using namespace std::chrono_literals;
+
+struct collected {
+  std::vector<std::string> frames;
+  std::map<std::uint64_t, std::vector<std::string>> by_connection;
+  std::vector<connection_error> errors;
+};
+
+// Polls the receiver until `count` frames arrived in total (or the deadline passed).
+void serve_until(tcp_receiver& rx, collected& c, std::size_t count) {
+  poll_until([&] { return c.frames.size() >= count; }, [&] {
+    rx.poll_once(100ms, [&](tcp_frame& f) {
+      c.frames.push_back(as_string(f.bytes()));
+      c.by_connection[f.connection].push_back(as_string(f.bytes()));
+    });
+  });
+}
+
+TEST_CASE("tcp_receiver frames octet-counted and newline-delimited messages", "[tcp]") {
+  pmrkit::counting_resource counted;
+  {
+    tcp_receiver rx({}, &counted);
+    REQUIRE(rx.local_port() != 0);
+    collected c;
+    tcp_client client(rx.local_port());
+    REQUIRE(client.send("11 <13>hello w<13>line one\n<13>line two\r\n"));
+    serve_until(rx, c, 3);
+    CHECK(c.frames == std::vector<std::string>{"<13>hello w", "<13>line one", "<13>line two"});
+    const tcp_receiver_stats s = rx.stats();
+    CHECK(s.frames == 3);
+    CHECK(s.connections_accepted == 1);
+    CHECK(s.framing_errors == 0);
+    CHECK(rx.open_connections() == 1);
+    client.close();
+    poll_until([&] { return rx.open_connections() == 0; },
+               [&] { rx.poll_once(100ms, [](tcp_frame&) {}); });
+    CHECK(rx.stats().connections_closed == 1);
+    CHECK(rx.stats().cut_at_close == 0);
+  }
+  CHECK(counted.stats().bytes_in_use == 0);
+}
+
+TEST_CASE("tcp_receiver assembles a frame sent one byte at a time", "[tcp]") {
+  tcp_receiver rx;
+  tcp_client client(rx.local_port());
+  collected c;
+  const std::string frames = "23 <13>octet counted frame<13>newline frame\n";
+  // One byte, then one poll: every read the receiver makes holds a single byte.
+  for (char byte : frames) {
+    REQUIRE(client.send(std::string(1, byte)));
+    const auto before = rx.stats().bytes_received;
+    poll_until([&] { return rx.stats().bytes_received > before; }, [&] {
+      rx.poll_once(100ms, [&](tcp_frame& f) { c.frames.push_back(as_string(f.bytes())); });
+    });
+  }
+  serve_until(rx, c, 2);
+  CHECK(c.frames == std::vector<std::string>{"<13>octet counted frame", "<13>newline frame"});
+  CHECK(rx.stats().bytes_received == frames.size());
+}
+
+TEST_CASE("tcp_receiver closes a connection whose frame is too large and serves the others",
+          "[tcp]") {
+  tcp_receiver rx({.max_frame_size = 1024});
+  std::vector<connection_error> errors;
+  rx.set_error_handler([&](const connection_error& e) { errors.push_back(e); });
+  tcp_client good(rx.local_port());
+  tcp_client bad(rx.local_port());
+  collected c;
+  REQUIRE(good.send("5 first"));
+  serve_until(rx, c, 1);
+  REQUIRE(bad.send("5 fine!2000 "));  // one good frame, then a count over the maximum
+  REQUIRE(good.send("6 second"));
+  serve_until(rx, c, 3);
+  poll_until([&] { return !errors.empty(); }, [&] { rx.poll_once(100ms, [](tcp_frame&) {}); });
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0].error == framing_error::frame_too_large);
+  CHECK(rx.stats().framing_errors == 1);
+  CHECK(bad.closed_by_peer());
+  // The good connection still works after the bad one was closed.
+  REQUIRE(good.send("<13>third\n"));
+  serve_until(rx, c, 4);
+  REQUIRE(c.frames.size() == 4);
+  std::set<std::string> all(c.frames.begin(), c.frames.end());
+  CHECK(all == std::set<std::string>{"first", "fine!", "second", "<13>third"});
+  CHECK(c.by_connection[errors[0].connection] == std::vector<std::string>{"fine!"});
+  CHECK(rx.open_connections() == 1);
+}
+
+TEST_CASE("tcp_receiver refuses an over-long line without waiting for its end", "[tcp]") {
+  tcp_receiver rx({.max_frame_size = 100});
+  tcp_client bad(rx.local_port());
+  REQUIRE(bad.send("<13>" + std::string(200, 'x')));  // no line feed ever comes
+  poll_until([&] { return rx.stats().framing_errors == 1; },
+             [&] { rx.poll_once(100ms, [](tcp_frame&) { FAIL("nothing may be handed on"); }); });
+  CHECK(rx.stats().framing_errors == 1);
+  CHECK(bad.closed_by_peer());
+}
+
+TEST_CASE("tcp_receiver serves many connections at once", "[tcp]") {
+  tcp_receiver rx;
+  std::vector<std::unique_ptr<tcp_client>> clients;
+  constexpr int connections = 20;
+  constexpr int per_connection = 5;
+  for (int i = 0; i < connections; ++i) clients.push_back(std::make_unique<tcp_client>(rx.local_port()));
+  for (int round = 0; round < per_connection; ++round) {
+    for (int i = 0; i < connections; ++i) {
+      REQUIRE(clients[static_cast<std::size_t>(i)]->send("<13>client " + std::to_string(i) + " message " +
+                                                         std::to_string(round) + "\n"));
+    }
+  }
+  collected c;
+  serve_until(rx, c, connections * per_connection);
+  REQUIRE(c.frames.size() == connections * per_connection);
+  CHECK(c.by_connection.size() == connections);
+  for (const auto& [id, frames] : c.by_connection) {
+    REQUIRE(frames.size() == per_connection);
+    const std::string prefix = frames[0].substr(0, frames[0].find(" message "));
+    for (int round = 0; round < per_connection; ++round)
+      CHECK(frames[static_cast<std::size_t>(round)] == prefix + " message " + std::to_string(round));
+  }
+  CHECK(rx.stats().connections_accepted == connections);
+}
+
+TEST_CASE("tcp_receiver turns away connections over max_connections", "[tcp]") {
+  tcp_receiver rx({.max_connections = 2});
+  tcp_client a(rx.local_port());
+  tcp_client b(rx.local_port());
+  tcp_client c(rx.local_port());
+  poll_until([&] { return rx.stats().connections_accepted == 3; },
+             [&] { rx.poll_once(100ms, [](tcp_frame&) {}); });
+  CHECK(rx.stats().connections_rejected == 1);
+  CHECK(rx.open_connections() == 2);
+  CHECK(c.closed_by_peer());
+}
+
+TEST_CASE("tcp_receiver counts a connection that ends inside a frame", "[tcp]") {
+  tcp_receiver rx;
+  {
+    tcp_client client(rx.local_port());
+    REQUIRE(client.send("20 only part"));
+  }
+  poll_until([&] { return rx.stats().connections_closed == 1; },
+             [&] { rx.poll_once(100ms, [](tcp_frame&) { FAIL("a cut frame is not handed on"); }); });
+  CHECK(rx.stats().cut_at_close == 1);
+}
+
+TEST_CASE("tcp_receiver lets the handler keep a frame's buffer", "[tcp]") {
+  pmrkit::counting_resource counted;
+  {
+    pmrkit::buffer_pool pool(&counted);
+    std::vector<pmrkit::byte_buffer> kept;
+    {
+      tcp_receiver rx({}, pool);
+      tcp_client client(rx.local_port());
+      REQUIRE(client.send("3 one3 two5 three"));
+      poll_until([&] { return kept.size() == 3; }, [&] {
+        rx.poll_once(100ms, [&](tcp_frame& f) { kept.push_back(std::move(f.buffer)); });
+      });
+    }
+    REQUIRE(kept.size() == 3);
+    CHECK(as_string(kept[0].span()) == "one");
+    CHECK(as_string(kept[2].span()) == "three");
+    CHECK(kept[1].pool() == &pool);
+    kept.clear();
+    CHECK(counted.stats().bytes_in_use == pool.stats().bytes_retained);
+  }
+  CHECK(counted.stats().bytes_in_use == 0);
+}
+
+TEST_CASE("tcp_receiver closes the connection whose message made the handler throw", "[tcp]") {
+  tcp_receiver rx;
+  tcp_client client(rx.local_port());
+  REQUIRE(client.send("1 a1 b"));
+  bool caught = false;
+  poll_until([&] { return caught; }, [&] {
+    try {
+      rx.poll_once(100ms, [](tcp_frame&) { throw std::runtime_error("handler failed"); });
+    } catch (const std::runtime_error&) {
+      caught = true;
+    }
+  });
+  CHECK(caught);
+  CHECK(rx.open_connections() == 0);
+  CHECK(client.closed_by_peer());
+}
+
+TEST_CASE("tcp_receiver::stop ends run() promptly from another thread", "[tcp][concurrent]") {
+  tcp_receiver rx;
+  std::promise<std::uint64_t> done;
+  auto result = done.get_future();
+  std::thread runner([&] { done.set_value(rx.run([](tcp_frame&) {})); });
+  {
+    tcp_client client(rx.local_port());
+    REQUIRE(client.send("2 hi"));
+    poll_until([&] { return rx.stats().frames == 1; }, [] { std::this_thread::sleep_for(1ms); });
+  }
+  rx.stop();
+  const bool stopped = result.wait_for(10s) == std::future_status::ready;
+  if (!stopped) tcp_client wake(rx.local_port());
+  runner.join();
+  REQUIRE(stopped);
+  CHECK(result.get() == 1);
+  CHECK(rx.poll_once(-1ms, [](tcp_frame&) {}) == 0);
+}
+
+TEST_CASE("tcp_receiver rejects bad options", "[tcp]") {
+  CHECK_THROWS_AS(tcp_receiver({.max_frame_size = 0}), invalid_option);
+  CHECK_THROWS_WITH(tcp_receiver({.read_buffer_size = 1}),
+                    Catch::Matchers::Contains("read_buffer_size 1 is out of range"));
+  CHECK_THROWS_AS(tcp_receiver({.max_connections = 0}), invalid_option);
+  tcp_receiver first;
+  CHECK_THROWS_AS(tcp_receiver({.port = first.local_port()}), socket_error);
+}
+
+}  // namespace
