@@ -1,0 +1,122 @@
+// Fuzz target: strategy specs. Any byte string goes through parse_spec, parse_size and
+// make_resource. Each must either succeed or throw std::invalid_argument (std::bad_alloc only
+// from an upstream refusing a fuzzed size), and what succeeds must make sense:
+//  - a parsed spec has a non-empty name, non-empty keys and values, no key twice, and prints
+//    back to a spec that parses to the same thing;
+//  - parse_size agrees with a 128-bit reference (no silent overflow);
+//  - a resource made from the spec serves, keeps and frees a few blocks, and gives every
+//    upstream byte back when destroyed.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <memory_resource>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "fuzz_support.hpp"
+#include "pmrkit/registry.hpp"
+#include "spec.hpp"
+
+namespace {
+
+using pmrkit::fuzz::broken;
+__extension__ typedef unsigned __int128 wide;  // wide enough that no size overflows it
+
+// parse_size as documented: digits, then optionally K, M or G (either case) followed by
+// nothing, "B" or "iB"; spaces and tabs around it ignored; false on overflow.
+bool reference_size(std::string_view text, std::size_t& out) {
+  const auto space = [](char c) { return c == ' ' || c == '\t'; };
+  while (!text.empty() && space(text.front())) text.remove_prefix(1);
+  while (!text.empty() && space(text.back())) text.remove_suffix(1);
+  wide value = 0;
+  std::size_t i = 0;
+  for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
+    value = value * 10 + static_cast<unsigned>(text[i] - '0');
+    if (value > SIZE_MAX) return false;
+  }
+  if (i == 0) return false;
+  std::string_view suffix = text.substr(i);
+  if (!suffix.empty()) {
+    const char unit = suffix.front();
+    const unsigned shift = unit == 'k' || unit == 'K'   ? 10
+                           : unit == 'm' || unit == 'M' ? 20
+                           : unit == 'g' || unit == 'G' ? 30
+                                                        : 0;
+    if (shift == 0) return false;
+    suffix.remove_prefix(1);
+    if (!(suffix.empty() || suffix == "B" || suffix == "iB")) return false;
+    value <<= shift;
+    if (value > SIZE_MAX) return false;
+  }
+  out = static_cast<std::size_t>(value);
+  return true;
+}
+
+void check_size(std::string_view text) {
+  std::size_t got = 0;
+  std::size_t expected = 0;
+  const bool ok = pmrkit::detail::parse_size(text, got);
+  if (ok != reference_size(text, expected)) broken("parse_size accepts what the rules reject, or the reverse");
+  if (ok && got != expected) broken("parse_size returned the wrong value");
+}
+
+void check_parsed(const pmrkit::detail::parsed_spec& parsed) {
+  if (parsed.name.empty()) broken("parse_spec accepted an empty name");
+  std::string printed = parsed.name;
+  for (std::size_t i = 0; i < parsed.options.size(); ++i) {
+    const auto& [key, value] = parsed.options[i];
+    if (key.empty() || value.empty()) broken("parse_spec accepted an empty key or value");
+    for (std::size_t j = 0; j < i; ++j)
+      if (parsed.options[j].first == key) broken("parse_spec accepted a key twice");
+    printed += (i == 0 ? ":" : ",") + key + "=" + value;
+    check_size(value);
+  }
+  pmrkit::detail::parsed_spec again;
+  try {
+    again = pmrkit::detail::parse_spec(printed);
+  } catch (const std::invalid_argument&) {
+    broken("a parsed spec, printed back, no longer parses");
+  }
+  if (again.name != parsed.name || again.options != parsed.options)
+    broken("a parsed spec, printed back, parses differently");
+}
+
+void exercise(std::pmr::memory_resource& r) {
+  void* blocks[4] = {};
+  const std::size_t sizes[4] = {1, 64, 3000, 100000};
+  try {
+    for (int i = 0; i < 4; ++i) {
+      blocks[i] = r.allocate(sizes[i], 16);
+      static_cast<unsigned char*>(blocks[i])[sizes[i] - 1] = static_cast<unsigned char>(i);
+    }
+  } catch (const std::bad_alloc&) {  // an upstream refusing a fuzzed chunk size
+  }
+  for (int i = 0; i < 4; ++i) {
+    if (!blocks[i]) continue;
+    if (static_cast<unsigned char*>(blocks[i])[sizes[i] - 1] != i) broken("blocks overlap");
+    r.deallocate(blocks[i], sizes[i], 16);
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view spec(reinterpret_cast<const char*>(data), size);
+  check_size(spec);
+  try {
+    check_parsed(pmrkit::detail::parse_spec(spec));
+  } catch (const std::invalid_argument&) {
+  }
+  pmrkit::fuzz::bounded_upstream upstream;
+  try {
+    const auto r = pmrkit::make_resource(spec, &upstream);
+    if (!r) broken("make_resource returned null");
+    exercise(*r);
+  } catch (const std::invalid_argument&) {
+  } catch (const std::bad_alloc&) {
+  }
+  if (upstream.blocks_in_use() != 0) broken("a destroyed resource kept upstream memory");
+  return 0;
+}
