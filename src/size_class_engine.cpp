@@ -419,7 +419,8 @@ size_class_stats size_class_engine<Policy>::stats() const {
     out.large_live_blocks = large_blocks_.size();
   }
   out.bytes_from_upstream = bytes_from_upstream_.get();
-  out.peak_bytes_from_upstream = peak_bytes_from_upstream_.get();
+  // The peak is raised just after the bytes grow; a snapshot in between must not show less.
+  out.peak_bytes_from_upstream = std::max(peak_bytes_from_upstream_.get(), out.bytes_from_upstream);
   out.empty_chunk_bytes = empty_chunk_bytes_.get();
   return out;
 }
