@@ -1,0 +1,58 @@
+// pmrkit/zstd/decompressor.hpp — zstd decompression with a hard output limit.
+//
+// decompress() appends what a sequence of zstd frames holds to a caller-supplied byte_buffer,
+// and refuses, with output_limit_exceeded, input that declares or produces more than the limit
+// — before allocating for it: a frame that declares its size is checked first and decoded in
+// one pass; a frame that does not is streamed into the buffer with the output capped at the
+// limit (the buffer grows geometrically, so its capacity stays within twice the limit). Corrupt,
+// truncated and non-zstd input throws corrupt_frame. On any throw the buffer is left as it was.
+// The zstd context's memory comes from the resource (the frame window, for streamed frames,
+// is at most 2^max_window_log bytes) and is kept for the next call; memory_bytes() reports it.
+// One thread at a time; move-only (a moved-from decompressor may only be destroyed or assigned
+// to). The resource must outlive the decompressor.
+#pragma once
+
+#include <cstddef>
+#include <memory_resource>
+#include <span>
+
+#include "pmrkit/byte_buffer.hpp"
+
+namespace pmrkit::zstd {
+
+struct decompressor_options {
+  std::size_t max_output_bytes = 64 * 1024 * 1024;  // per decompress() call
+  int max_window_log = 23;  // frames needing a larger window are rejected; allowed 10..31
+};
+
+class decompressor {
+ public:
+  // Throws std::invalid_argument for max_window_log out of range, std::bad_alloc if the context
+  // cannot be made.
+  explicit decompressor(std::pmr::memory_resource* resource = std::pmr::get_default_resource(),
+                        decompressor_options options = {});
+  decompressor(decompressor&& other) noexcept;
+  decompressor& operator=(decompressor&& other) noexcept;
+  decompressor(const decompressor&) = delete;
+  decompressor& operator=(const decompressor&) = delete;
+  ~decompressor();
+
+  // Appends the content of the frames in `source` to `destination`; returns the bytes appended.
+  std::size_t decompress(std::span<const std::byte> source, byte_buffer& destination);
+  // The same with a tighter limit for this call: min(max_output, options().max_output_bytes).
+  std::size_t decompress(std::span<const std::byte> source, byte_buffer& destination,
+                         std::size_t max_output);
+
+  // Bytes the zstd context holds from the resource now.
+  std::size_t memory_bytes() const noexcept;
+  const decompressor_options& options() const noexcept { return options_; }
+  std::pmr::memory_resource* resource() const noexcept { return resource_; }
+
+ private:
+  struct impl;
+  std::pmr::memory_resource* resource_;
+  decompressor_options options_;
+  impl* impl_ = nullptr;  // allocated from resource_
+};
+
+}  // namespace pmrkit::zstd

@@ -1,0 +1,211 @@
+#include "pmrkit/zstd/decompressor.hpp"
+
+#include <algorithm>
+#include <new>
+#include <string>
+#include <utility>
+
+#include "pmrkit/zstd/errors.hpp"
+#include "zstd_support.hpp"
+
+namespace pmrkit::zstd {
+namespace {
+
+constexpr int min_window_log = 10;
+constexpr int max_window_log = 31;  // ZSTD_WINDOWLOG_MAX on 64-bit
+constexpr std::size_t block_alignment = alignof(std::max_align_t);
+
+}  // namespace
+
+struct decompressor::impl {
+  std::pmr::memory_resource* resource;
+  ZSTD_DCtx* context = nullptr;
+  std::size_t memory_bytes = 0;
+
+  // zstd's custom allocator: its free gets no size, so each block starts with a header holding
+  // it. Failure is reported to zstd as nullptr, which it turns into an error code.
+  static void* allocate(void* opaque, std::size_t bytes) noexcept {
+    auto* self = static_cast<impl*>(opaque);
+    if (bytes > SIZE_MAX - block_alignment) return nullptr;
+    try {
+      auto* block = static_cast<std::byte*>(
+          self->resource->allocate(bytes + block_alignment, block_alignment));
+      std::memcpy(block, &bytes, sizeof bytes);
+      self->memory_bytes += bytes + block_alignment;
+      return block + block_alignment;
+    } catch (...) {
+      return nullptr;
+    }
+  }
+
+  static void free(void* opaque, void* address) noexcept {
+    if (address == nullptr) return;
+    auto* self = static_cast<impl*>(opaque);
+    auto* block = static_cast<std::byte*>(address) - block_alignment;
+    std::size_t bytes;
+    std::memcpy(&bytes, block, sizeof bytes);
+    self->memory_bytes -= bytes + block_alignment;
+    self->resource->deallocate(block, bytes + block_alignment, block_alignment);
+  }
+
+  [[noreturn]] void fail(std::size_t code, const decompressor_options& options) const {
+    const auto e = ZSTD_getErrorCode(code);
+    if (e == ZSTD_error_frameParameter_windowTooLarge) {
+      throw corrupt_frame("pmrkit::zstd::decompressor: the frame needs a window larger than "
+                          "2^max_window_log = 2^" + std::to_string(options.max_window_log) +
+                          " bytes; raise decompressor_options::max_window_log (up to 31) if the "
+                          "source is trusted");
+    }
+    if (e == ZSTD_error_memory_allocation) throw std::bad_alloc();
+    throw corrupt_frame("pmrkit::zstd::decompressor: not a valid zstd frame: " +
+                        detail::error_name(code));
+  }
+};
+
+decompressor::decompressor(std::pmr::memory_resource* resource, decompressor_options options)
+    : resource_(resource), options_(options) {
+  if (resource == nullptr) {
+    throw std::invalid_argument("pmrkit::zstd::decompressor: null resource");
+  }
+  if (options.max_window_log < min_window_log || options.max_window_log > max_window_log) {
+    throw std::invalid_argument("pmrkit::zstd::decompressor: max_window_log " +
+                                std::to_string(options.max_window_log) +
+                                " is out of range: allowed " + std::to_string(min_window_log) +
+                                ".." + std::to_string(max_window_log));
+  }
+  std::pmr::polymorphic_allocator<std::byte> alloc(resource);
+  impl* d = alloc.new_object<impl>();
+  d->resource = resource;
+  const ZSTD_customMem memory{&impl::allocate, &impl::free, d};
+  d->context = ZSTD_createDCtx_advanced(memory);
+  if (d->context == nullptr) {
+    alloc.delete_object(d);
+    throw std::bad_alloc();
+  }
+  const std::size_t r = ZSTD_DCtx_setParameter(d->context, ZSTD_d_windowLogMax,
+                                               options.max_window_log);
+  if (ZSTD_isError(r)) {
+    ZSTD_freeDCtx(d->context);
+    alloc.delete_object(d);
+    throw std::invalid_argument("pmrkit::zstd::decompressor: zstd refused max_window_log " +
+                                std::to_string(options.max_window_log) + ": " +
+                                detail::error_name(r));
+  }
+  impl_ = d;
+}
+
+decompressor::decompressor(decompressor&& other) noexcept
+    : resource_(other.resource_),
+      options_(other.options_),
+      impl_(std::exchange(other.impl_, nullptr)) {}
+
+decompressor& decompressor::operator=(decompressor&& other) noexcept {
+  if (this != &other) {
+    this->~decompressor();
+    resource_ = other.resource_;
+    options_ = other.options_;
+    impl_ = std::exchange(other.impl_, nullptr);
+  }
+  return *this;
+}
+
+decompressor::~decompressor() {
+  if (impl_ == nullptr) return;
+  ZSTD_freeDCtx(impl_->context);
+  std::pmr::polymorphic_allocator<std::byte>(resource_).delete_object(impl_);
+  impl_ = nullptr;
+}
+
+std::size_t decompressor::memory_bytes() const noexcept {
+  return impl_ ? impl_->memory_bytes + sizeof(impl) : 0;
+}
+
+std::size_t decompressor::decompress(std::span<const std::byte> source,
+                                     byte_buffer& destination) {
+  return decompress(source, destination, options_.max_output_bytes);
+}
+
+std::size_t decompressor::decompress(std::span<const std::byte> source, byte_buffer& destination,
+                                     std::size_t max_output) {
+  if (impl_ == nullptr) throw std::logic_error("pmrkit::zstd::decompressor: used after a move");
+  const std::size_t limit = std::min(max_output, options_.max_output_bytes);
+  if (source.empty()) {
+    throw corrupt_frame("pmrkit::zstd::decompressor: empty input is not a zstd frame");
+  }
+  const std::size_t start = destination.size();
+  // Walks the frame headers only (bounded by source.size()): the total they declare, or
+  // UNKNOWN if a frame does not declare its size, or ERROR for anything malformed/truncated.
+  const unsigned long long declared = ZSTD_findDecompressedSize(source.data(), source.size());
+  if (declared == ZSTD_CONTENTSIZE_ERROR) {
+    throw corrupt_frame("pmrkit::zstd::decompressor: the " + std::to_string(source.size()) +
+                        " input bytes are not a sequence of complete zstd frames (bad magic "
+                        "number, corrupt header, or truncated)");
+  }
+  if (declared != ZSTD_CONTENTSIZE_UNKNOWN) {
+    if (declared > limit) {
+      throw output_limit_exceeded("pmrkit::zstd::decompressor: the input declares " +
+                                  std::to_string(declared) + " bytes of content, more than the "
+                                  "allowed " + std::to_string(limit));
+    }
+    const auto size = static_cast<std::size_t>(declared);
+    destination.reserve(start + size + 1);
+    // One pass straight into the buffer. A frame that produces more than it declared fails
+    // with dstSize_tooSmall: the capacity given is the declared size.
+    const std::size_t produced = ZSTD_decompressDCtx(
+        impl_->context, destination.data() + start, size, source.data(), source.size());
+    if (ZSTD_isError(produced)) {
+      if (ZSTD_getErrorCode(produced) == ZSTD_error_dstSize_tooSmall) {
+        throw corrupt_frame("pmrkit::zstd::decompressor: the frame produces more than the " +
+                            std::to_string(size) + " bytes it declares");
+      }
+      impl_->fail(produced, options_);
+    }
+    if (produced != size) {
+      throw corrupt_frame("pmrkit::zstd::decompressor: the frame declares " +
+                          std::to_string(size) + " bytes but produces " +
+                          std::to_string(produced));
+    }
+    destination.commit(produced);
+    return produced;
+  }
+
+  // Some frame does not declare its size: stream, never letting zstd write past limit + 1
+  // bytes (one more than allowed, to tell "exactly the limit" from "more").
+  try {
+    ZSTD_DCtx_reset(impl_->context, ZSTD_reset_session_only);
+    ZSTD_inBuffer in{source.data(), source.size(), 0};
+    std::size_t produced = 0;
+    for (;;) {
+      const std::size_t allowed = limit - produced + 1;  // produced <= limit here
+      const std::size_t step = std::min(allowed, std::max(ZSTD_DStreamOutSize(), produced));
+      if (destination.capacity() - destination.size() < step) {
+        destination.reserve(destination.size() + step);
+      }
+      const std::size_t room = std::min(destination.capacity() - destination.size(), allowed);
+      ZSTD_outBuffer out{destination.data() + destination.size(), room, 0};
+      const std::size_t in_before = in.pos;
+      const std::size_t remaining = ZSTD_decompressStream(impl_->context, &out, &in);
+      if (ZSTD_isError(remaining)) impl_->fail(remaining, options_);
+      destination.commit(out.pos);
+      produced += out.pos;
+      if (produced > limit) {
+        throw output_limit_exceeded("pmrkit::zstd::decompressor: the input produces more than "
+                                    "the allowed " + std::to_string(limit) + " bytes");
+      }
+      if (remaining == 0 && in.pos == in.size) return produced;  // every frame complete
+      if (in.pos == in.size && out.pos < out.size) {
+        throw corrupt_frame("pmrkit::zstd::decompressor: the input ends inside a frame "
+                            "(truncated after " + std::to_string(source.size()) + " bytes)");
+      }
+      if (in.pos == in_before && out.pos == 0) {
+        throw corrupt_frame("pmrkit::zstd::decompressor: zstd made no progress on the input");
+      }
+    }
+  } catch (...) {
+    destination.resize_for_overwrite(start);  // shrinking: the buffer as it was
+    ZSTD_DCtx_reset(impl_->context, ZSTD_reset_session_only);
+    throw;
+  }
+}
+
+}  // namespace pmrkit::zstd

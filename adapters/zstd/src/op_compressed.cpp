@@ -1,0 +1,160 @@
+#include "pmrkit/zstd/op_compressed.hpp"
+
+#include <climits>
+#include <string>
+
+#include "pmrkit/zstd/errors.hpp"
+#include "zstd_support.hpp"
+
+namespace pmrkit::zstd {
+namespace {
+
+constexpr std::size_t header_size = 16;
+
+[[noreturn]] void malformed(const std::string& message) {
+  throw malformed_message("OP_COMPRESSED: " + message);
+}
+
+std::string compressor_name(std::uint8_t id) {
+  switch (id) {
+    case 0: return "0 (noop)";
+    case 1: return "1 (snappy)";
+    case 2: return "2 (zlib)";
+    case 3: return "3 (zstd)";
+    default: return std::to_string(id);
+  }
+}
+
+// Restores `out` to `size` if the scope is left by an exception.
+class rollback {
+ public:
+  rollback(byte_buffer& out) : out_(out), size_(out.size()) {}
+  ~rollback() {
+    if (!done_) out_.resize_for_overwrite(size_);
+  }
+  void commit() noexcept { done_ = true; }
+
+ private:
+  byte_buffer& out_;
+  std::size_t size_;
+  bool done_ = false;
+};
+
+}  // namespace
+
+std::size_t wrap_op_compressed(std::span<const std::byte> message, compressor& compressor,
+                               byte_buffer& out, std::size_t max_message_bytes) {
+  if (message.size() < header_size) {
+    malformed("the message to wrap is " + std::to_string(message.size()) +
+              " bytes, shorter than a 16-byte header");
+  }
+  const std::int32_t length = detail::load_i32(message.data());
+  if (length < 0 || static_cast<std::size_t>(length) != message.size()) {
+    malformed("the message to wrap has messageLength " + std::to_string(length) +
+              " but is " + std::to_string(message.size()) + " bytes");
+  }
+  const std::int32_t original_opcode = detail::load_i32(message.data() + 12);
+  if (original_opcode == op_compressed_opcode) {
+    malformed("the message to wrap is already OP_COMPRESSED (2012)");
+  }
+  const std::size_t start = out.size();
+  rollback guard(out);
+  out.resize_for_overwrite(start + op_compressed_prefix_size);
+  std::byte* prefix = out.data() + start;
+  detail::store_i32(prefix, 0);  // messageLength, below
+  std::memcpy(prefix + 4, message.data() + 4, 8);  // requestID and responseTo, as they were
+  detail::store_i32(prefix + 12, op_compressed_opcode);
+  detail::store_i32(prefix + 16, original_opcode);
+  detail::store_i32(prefix + 20, static_cast<std::int32_t>(message.size() - header_size));
+  prefix[24] = static_cast<std::byte>(compressor_id_zstd);
+  compressor.compress(message.subspan(header_size), out);
+  const std::size_t total = out.size() - start;
+  if (total > max_message_bytes || total > static_cast<std::size_t>(INT32_MAX)) {
+    throw message_too_large("OP_COMPRESSED: the wrapped message is " + std::to_string(total) +
+                            " bytes, more than the allowed " + std::to_string(max_message_bytes));
+  }
+  detail::store_i32(out.data() + start, static_cast<std::int32_t>(total));
+  guard.commit();
+  return total;
+}
+
+op_compressed_header read_op_compressed_header(std::span<const std::byte> message,
+                                               std::size_t max_message_bytes) {
+  if (message.size() < op_compressed_prefix_size) {
+    malformed(std::to_string(message.size()) + " bytes is too short: OP_COMPRESSED needs 25 "
+              "(header, originalOpcode, uncompressedSize, compressorId)");
+  }
+  if (message.size() > max_message_bytes) {
+    throw message_too_large("OP_COMPRESSED: the message is " + std::to_string(message.size()) +
+                            " bytes, more than the allowed " + std::to_string(max_message_bytes));
+  }
+  op_compressed_header h;
+  const std::byte* p = message.data();
+  h.message_length = detail::load_i32(p);
+  h.request_id = detail::load_i32(p + 4);
+  h.response_to = detail::load_i32(p + 8);
+  const std::int32_t op_code = detail::load_i32(p + 12);
+  h.original_opcode = detail::load_i32(p + 16);
+  h.uncompressed_size = detail::load_i32(p + 20);
+  h.compressor_id = static_cast<std::uint8_t>(p[24]);
+  if (h.message_length < 0 || static_cast<std::size_t>(h.message_length) != message.size()) {
+    malformed("messageLength " + std::to_string(h.message_length) + " disagrees with the " +
+              std::to_string(message.size()) + " bytes of the message");
+  }
+  if (op_code != op_compressed_opcode) {
+    malformed("opCode " + std::to_string(op_code) + " is not OP_COMPRESSED (2012)");
+  }
+  if (h.original_opcode == op_compressed_opcode) {
+    malformed("originalOpcode is 2012 itself: OP_COMPRESSED cannot be nested");
+  }
+  if (h.uncompressed_size < 0 ||
+      static_cast<std::size_t>(h.uncompressed_size) > max_message_bytes - header_size) {
+    throw message_too_large("OP_COMPRESSED: uncompressedSize " +
+                            std::to_string(h.uncompressed_size) + " is out of range: allowed 0.." +
+                            std::to_string(max_message_bytes - header_size) +
+                            " (the maximum message size less the 16-byte header)");
+  }
+  return h;
+}
+
+std::size_t unwrap_op_compressed(std::span<const std::byte> message, decompressor& decompressor,
+                                 byte_buffer& out, std::size_t max_message_bytes) {
+  if (max_message_bytes < op_compressed_prefix_size) {
+    throw std::invalid_argument("unwrap_op_compressed: max_message_bytes " +
+                                std::to_string(max_message_bytes) + " is below the 25 bytes of "
+                                "the smallest OP_COMPRESSED message");
+  }
+  const op_compressed_header h = read_op_compressed_header(message, max_message_bytes);
+  const auto uncompressed = static_cast<std::size_t>(h.uncompressed_size);
+  const std::span<const std::byte> payload = message.subspan(op_compressed_prefix_size);
+  if (h.compressor_id != compressor_id_zstd && h.compressor_id != compressor_id_noop) {
+    malformed("compressorId " + compressor_name(h.compressor_id) +
+              " is not supported: allowed 0 (noop) and 3 (zstd)");
+  }
+  const std::size_t start = out.size();
+  rollback guard(out);
+  out.resize_for_overwrite(start + header_size);
+  std::byte* header = out.data() + start;
+  detail::store_i32(header, static_cast<std::int32_t>(header_size + uncompressed));
+  detail::store_i32(header + 4, h.request_id);
+  detail::store_i32(header + 8, h.response_to);
+  detail::store_i32(header + 12, h.original_opcode);
+  std::size_t produced;
+  if (h.compressor_id == compressor_id_noop) {
+    out.append(payload);
+    produced = payload.size();
+  } else {
+    // The declared size is the hard limit: a frame claiming or producing more is refused
+    // before anything is allocated for it.
+    produced = decompressor.decompress(payload, out, uncompressed);
+  }
+  if (produced != uncompressed) {
+    malformed("uncompressedSize is " + std::to_string(uncompressed) + " but the " +
+              compressor_name(h.compressor_id) + " payload holds " + std::to_string(produced) +
+              " bytes");
+  }
+  guard.commit();
+  return header_size + uncompressed;
+}
+
+}  // namespace pmrkit::zstd

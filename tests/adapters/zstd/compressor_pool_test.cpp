@@ -1,0 +1,85 @@
+// compressor_pool: contexts are reused rather than rebuilt, at most max_idle are kept, trim()
+// gives their memory back, and many threads compressing through one pool get correct frames.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "pmrkit/buffer_pool.hpp"
+#include "pmrkit/counting_resource.hpp"
+#include "pmrkit/zstd/compressor.hpp"
+#include "pmrkit/zstd/decompressor.hpp"
+#include "zstd_test_support.hpp"
+
+using pmrkit::zstd::compressor_pool;
+using bytes = std::vector<std::byte>;
+
+TEST_CASE("a pool reuses its contexts and keeps at most max_idle", "[zstd][pool]") {
+  pmrkit::counting_resource counted(std::pmr::new_delete_resource());
+  {
+    compressor_pool pool(&counted, {}, 2);
+    const bytes input = pmrkit::zstd::test::payload(10'000);
+    pmrkit::byte_buffer out(std::pmr::new_delete_resource());
+    pool.compress(input, out);
+    const auto allocations = counted.stats().allocations;
+    for (int i = 0; i < 20; ++i) {
+      out.clear();
+      pool.compress(input, out);
+    }
+    CHECK(counted.stats().allocations == allocations);  // no context built after the first
+    auto s = pool.stats();
+    CHECK(s.created == 1);
+    CHECK(s.reused == 20);
+    CHECK(s.idle == 1);
+
+    {
+      auto a = pool.acquire();
+      auto b = pool.acquire();
+      auto c = pool.acquire();
+      auto moved = std::move(c);  // a moved lease returns its context once, not twice
+      CHECK(pool.stats().created == 3);
+    }
+    s = pool.stats();
+    CHECK(s.idle == 2);
+    CHECK(s.dropped == 1);
+    CHECK(s.idle_memory_bytes == 2 * pmrkit::zstd::compressor::memory_bound(pool.options()));
+    pool.trim();
+    CHECK(pool.stats().idle == 0);
+  }
+  CHECK(counted.stats().bytes_in_use == 0);
+}
+
+TEST_CASE("threads share one pool and one buffer pool", "[zstd][pool][concurrent]") {
+  pmrkit::counting_resource counted(std::pmr::new_delete_resource());
+  std::atomic<int> wrong{0};
+  {
+    pmrkit::buffer_pool buffers(&counted);
+    compressor_pool pool(&counted, {.level = 1}, 2);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&, t] {
+        pmrkit::zstd::decompressor d(&counted);
+        for (int i = 0; i < 40; ++i) {
+          const bytes input = pmrkit::zstd::test::payload(1000 + 100 * i, static_cast<unsigned>(t));
+          pmrkit::byte_buffer frame = buffers.acquire();
+          pool.compress(input, frame);
+          pmrkit::byte_buffer plain = buffers.acquire();
+          d.decompress(frame.span(), plain);
+          if (bytes(plain.data(), plain.data() + plain.size()) != input) ++wrong;
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    CHECK(pool.stats().idle <= 2);
+  }
+  CHECK(wrong.load() == 0);
+  CHECK(counted.stats().bytes_in_use == 0);
+}
+
+TEST_CASE("pool options are checked up front", "[zstd][pool]") {
+  CHECK_THROWS_AS(compressor_pool(std::pmr::new_delete_resource(), {.window_log = 5}),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(compressor_pool(std::pmr::new_delete_resource(), {}, 100000),
+                  std::invalid_argument);
+}

@@ -1,0 +1,214 @@
+// decompressor: the output limit holds before anything is allocated for a frame that declares
+// too much, and while streaming a frame that does not declare its size; corrupt, truncated and
+// foreign input is rejected; a failed call leaves the destination as it was; the context's
+// memory comes from the resource and all of it goes back.
+#include <zstd.h>
+
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "pmrkit/counting_resource.hpp"
+#include "pmrkit/zstd/compressor.hpp"
+#include "pmrkit/zstd/decompressor.hpp"
+#include "pmrkit/zstd/errors.hpp"
+#include "zstd_test_support.hpp"
+
+namespace {
+
+using pmrkit::zstd::compressor;
+using pmrkit::zstd::corrupt_frame;
+using pmrkit::zstd::decompressor;
+using pmrkit::zstd::output_limit_exceeded;
+using bytes = std::vector<std::byte>;
+
+bytes frame_with_size(const bytes& input, bool checksum = false) {
+  compressor c(std::pmr::new_delete_resource(), {.checksum = checksum});
+  pmrkit::byte_buffer out(std::pmr::new_delete_resource());
+  c.compress(input, out);
+  return {out.data(), out.data() + out.size()};
+}
+
+// A frame whose header does not declare its content size, as a streaming compressor writes
+// it. Input is fed in two steps so zstd cannot learn the size and shrink the window.
+bytes frame_without_size(const bytes& input, int window_log = 20) {
+  ZSTD_CCtx* c = ZSTD_createCCtx();
+  ZSTD_CCtx_setParameter(c, ZSTD_c_contentSizeFlag, 0);
+  ZSTD_CCtx_setParameter(c, ZSTD_c_windowLog, window_log);
+  ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 1);
+  bytes out(ZSTD_compressBound(input.size()) + 1024);
+  ZSTD_outBuffer o{out.data(), out.size(), 0};
+  const std::size_t half = input.size() / 2;
+  ZSTD_inBuffer first{input.data(), half, 0};
+  ZSTD_compressStream2(c, &o, &first, ZSTD_e_continue);
+  ZSTD_inBuffer rest{input.data() + half, input.size() - half, 0};
+  while (ZSTD_compressStream2(c, &o, &rest, ZSTD_e_end) != 0) {
+  }
+  ZSTD_freeCCtx(c);
+  out.resize(o.pos);
+  REQUIRE(ZSTD_getFrameContentSize(out.data(), out.size()) == ZSTD_CONTENTSIZE_UNKNOWN);
+  return out;
+}
+
+bytes contents(const pmrkit::byte_buffer& b) { return {b.data(), b.data() + b.size()}; }
+
+}  // namespace
+
+TEST_CASE("frames with and without a declared size decompress", "[zstd][decompressor]") {
+  decompressor d;
+  for (std::size_t size : {0u, 1u, 1000u, 200000u, 1500000u}) {
+    INFO("size " << size);
+    const bytes input = pmrkit::zstd::test::payload(size);
+    pmrkit::byte_buffer out(std::pmr::new_delete_resource());
+    CHECK(d.decompress(frame_with_size(input), out) == size);
+    CHECK(contents(out) == input);
+    if (size == 0) continue;
+    out.clear();
+    CHECK(d.decompress(frame_without_size(input), out) == size);
+    CHECK(contents(out) == input);
+  }
+}
+
+TEST_CASE("output exactly at the limit is accepted; one byte more is not",
+          "[zstd][decompressor]") {
+  const bytes input = pmrkit::zstd::test::payload(70'000);
+  decompressor d(std::pmr::new_delete_resource(), {.max_output_bytes = 70'000});
+  pmrkit::byte_buffer out(std::pmr::new_delete_resource());
+  CHECK(d.decompress(frame_with_size(input), out) == 70'000);
+  out.clear();
+  CHECK(d.decompress(frame_without_size(input), out) == 70'000);
+  out.clear();
+  CHECK_THROWS_AS(d.decompress(frame_with_size(input), out, 69'999), output_limit_exceeded);
+  CHECK_THROWS_AS(d.decompress(frame_without_size(input), out, 69'999), output_limit_exceeded);
+  CHECK(out.empty());
+}
+
+TEST_CASE("a frame declaring more than the limit is refused before any allocation",
+          "[zstd][decompressor]") {
+  const bytes big = frame_with_size(pmrkit::zstd::test::payload(4 * 1024 * 1024));
+  pmrkit::counting_resource buffers(std::pmr::new_delete_resource());
+  decompressor d(std::pmr::new_delete_resource(), {.max_output_bytes = 64 * 1024});
+  pmrkit::byte_buffer out(&buffers);
+  out.append("keep", 4);
+  const auto before = buffers.stats().bytes_allocated;
+  try {
+    d.decompress(big, out);
+    FAIL("accepted");
+  } catch (const output_limit_exceeded& e) {
+    CHECK(std::string(e.what()).find("declares 4194304") != std::string::npos);
+  }
+  CHECK(buffers.stats().bytes_allocated == before);
+  CHECK(contents(out) == bytes{std::byte{'k'}, std::byte{'e'}, std::byte{'e'}, std::byte{'p'}});
+}
+
+TEST_CASE("a streamed frame producing more than the limit stops there", "[zstd][decompressor]") {
+  const bytes big = frame_without_size(pmrkit::zstd::test::payload(4 * 1024 * 1024));
+  pmrkit::counting_resource buffers(std::pmr::new_delete_resource());
+  constexpr std::size_t limit = 256 * 1024;
+  decompressor d(std::pmr::new_delete_resource(), {.max_output_bytes = limit});
+  pmrkit::byte_buffer out(&buffers);
+  CHECK_THROWS_AS(d.decompress(big, out), output_limit_exceeded);
+  CHECK(out.empty());
+  // Geometric growth keeps the capacity within twice the limit (the old block is live too
+  // while it grows): never the 4 MiB the frame holds.
+  CHECK(out.capacity() <= 2 * (limit + 1));
+  CHECK(buffers.stats().peak_bytes_in_use <= 3 * (limit + 1));
+}
+
+TEST_CASE("corrupt, truncated and foreign input is rejected", "[zstd][decompressor]") {
+  decompressor d;
+  pmrkit::byte_buffer out(std::pmr::new_delete_resource());
+  CHECK_THROWS_AS(d.decompress({}, out), corrupt_frame);
+  CHECK_THROWS_AS(d.decompress(pmrkit::zstd::test::random_bytes(1000), out), corrupt_frame);
+
+  const bytes input = pmrkit::zstd::test::payload(20'000);
+  for (const bytes& frame : {frame_with_size(input, true), frame_without_size(input)}) {
+    for (std::size_t n = 0; n < frame.size(); n += (n < 64 ? 1 : 97)) {
+      INFO("truncated to " << n << " of " << frame.size());
+      CHECK_THROWS_AS(d.decompress({frame.data(), n}, out), corrupt_frame);
+    }
+    bytes damaged = frame;
+    damaged[damaged.size() / 2] ^= std::byte{0x5A};
+    CHECK_THROWS_AS(d.decompress(damaged, out), corrupt_frame);
+    bytes trailing = frame;
+    trailing.push_back(std::byte{0x01});
+    CHECK_THROWS_AS(d.decompress(trailing, out), corrupt_frame);
+  }
+  CHECK(out.empty());
+}
+
+TEST_CASE("a frame producing more than it declares is rejected", "[zstd][decompressor]") {
+  bytes frame = frame_with_size(pmrkit::zstd::test::payload(1000));
+  // Frame header: magic (4), descriptor (1); a 1000-byte single-segment frame stores its size
+  // in 2 bytes as size - 256.
+  const auto descriptor = static_cast<unsigned>(frame[4]);
+  REQUIRE((descriptor >> 6) == 1);
+  REQUIRE(((descriptor >> 5) & 1) == 1);
+  frame[5] = std::byte{(500 - 256) & 0xFF};
+  frame[6] = std::byte{(500 - 256) >> 8};
+  decompressor d;
+  pmrkit::byte_buffer out(std::pmr::new_delete_resource());
+  CHECK_THROWS_AS(d.decompress(frame, out), corrupt_frame);
+  CHECK(out.empty());
+}
+
+TEST_CASE("a window beyond max_window_log is refused", "[zstd][decompressor]") {
+  const bytes frame = frame_without_size(pmrkit::zstd::test::payload(100'000), 24);
+  decompressor strict(std::pmr::new_delete_resource(), {.max_window_log = 20});
+  pmrkit::byte_buffer out(std::pmr::new_delete_resource());
+  try {
+    strict.decompress(frame, out);
+    FAIL("accepted");
+  } catch (const corrupt_frame& e) {
+    CHECK(std::string(e.what()).find("max_window_log") != std::string::npos);
+  }
+  decompressor lenient(std::pmr::new_delete_resource(), {.max_window_log = 24});
+  CHECK(lenient.decompress(frame, out) == 100'000);
+  CHECK_THROWS_AS(decompressor(std::pmr::new_delete_resource(), {.max_window_log = 40}),
+                  std::invalid_argument);
+}
+
+TEST_CASE("several frames, skippable ones included, decompress in order",
+          "[zstd][decompressor]") {
+  const bytes a = pmrkit::zstd::test::payload(5000, 1);
+  const bytes b = pmrkit::zstd::test::payload(7000, 2);
+  bytes input = frame_with_size(a);
+  const bytes skippable = {std::byte{0x50}, std::byte{0x2A}, std::byte{0x4D}, std::byte{0x18},
+                           std::byte{3},    std::byte{0},    std::byte{0},    std::byte{0},
+                           std::byte{9},    std::byte{9},    std::byte{9}};
+  input.insert(input.end(), skippable.begin(), skippable.end());
+  const bytes fb = frame_with_size(b);
+  input.insert(input.end(), fb.begin(), fb.end());
+  bytes expected = a;
+  expected.insert(expected.end(), b.begin(), b.end());
+  decompressor d;
+  pmrkit::byte_buffer out(std::pmr::new_delete_resource());
+  CHECK(d.decompress(input, out) == expected.size());
+  CHECK(contents(out) == expected);
+  // The same with the second frame streamed: the whole input goes the streaming way.
+  input.resize(input.size() - fb.size());
+  const bytes fb2 = frame_without_size(b);
+  input.insert(input.end(), fb2.begin(), fb2.end());
+  out.clear();
+  CHECK(d.decompress(input, out) == expected.size());
+  CHECK(contents(out) == expected);
+}
+
+TEST_CASE("the context's memory comes from the resource and all goes back",
+          "[zstd][decompressor]") {
+  pmrkit::counting_resource counted(std::pmr::new_delete_resource());
+  {
+    decompressor d(&counted, {.max_window_log = 20});
+    CHECK(counted.stats().bytes_in_use == d.memory_bytes());
+    pmrkit::byte_buffer out(std::pmr::new_delete_resource());
+    d.decompress(frame_without_size(pmrkit::zstd::test::payload(3'000'000), 20), out);
+    CHECK(counted.stats().bytes_in_use == d.memory_bytes());
+    // The streaming window is bounded by max_window_log (2^20) plus zstd's block buffers.
+    CHECK(d.memory_bytes() < (1u << 20) + 512 * 1024);
+    decompressor moved(std::move(d));
+    CHECK(counted.stats().bytes_in_use == moved.memory_bytes());
+  }
+  CHECK(counted.stats().bytes_in_use == 0);
+  CHECK(counted.stats().blocks_in_use() == 0);
+}
