@@ -17,6 +17,9 @@ class peer_address {
   peer_address() noexcept = default;
   // Copies `length` bytes of `address`; a length above sizeof(sockaddr_storage) is clamped.
   peer_address(const sockaddr* address, socklen_t length) noexcept;
+  // A numeric IPv4 or IPv6 address ("127.0.0.1", "::1") with a port; host names are not
+  // looked up. Throws invalid_option (errors.hpp) for anything else.
+  static peer_address numeric(const std::string& address, std::uint16_t port);
 
   // AF_INET, AF_INET6, or AF_UNSPEC for an empty address.
   int family() const noexcept { return storage_.ss_family; }
