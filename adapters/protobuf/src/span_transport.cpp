@@ -1,0 +1,170 @@
+#include "pmrkit/protobuf/span_transport.hpp"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "pmrkit/datagram/errors.hpp"
+#include "pmrkit/datagram/peer_address.hpp"
+
+namespace pmrkit::protobuf {
+namespace {
+
+constexpr std::size_t max_batch = 1024;
+
+void owner_add(std::atomic<std::uint64_t>& counter, std::uint64_t amount = 1) noexcept {
+  counter.store(counter.load(std::memory_order_relaxed) + amount, std::memory_order_relaxed);
+}
+
+[[noreturn]] void throw_errno(const char* call, const std::string& where) {
+  const int error = errno;
+  throw datagram::socket_error(error, std::string(call) + ' ' + where + ": " + std::strerror(error));
+}
+
+}  // namespace
+
+struct span_sender::impl {
+  impl(const span_sender_options& options, std::pmr::memory_resource* resource)
+      : pool(resource), encoder(pool), batch(options.batch_size) {
+    if (options.batch_size == 0 || options.batch_size > max_batch) {
+      throw datagram::invalid_option("batch_size " + std::to_string(options.batch_size) +
+                                     " is out of range; allowed: 1.." + std::to_string(max_batch));
+    }
+    if (options.port == 0) {
+      throw datagram::invalid_option("span_sender needs the receiver's port; port 0 is not allowed");
+    }
+    const auto to = datagram::peer_address::numeric(options.address, options.port);
+    fd = ::socket(to.family(), SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) throw_errno("socket(SOCK_DGRAM)", to.to_string());
+    // Connected: sendmmsg needs no address per message, and the kernel reports a missing
+    // receiver (ECONNREFUSED) instead of dropping silently.
+    if (::connect(fd, to.data(), to.size()) != 0) {
+      ::close(fd);
+      throw_errno("connect udp", to.to_string());
+    }
+    queue.reserve(batch);
+    headers.resize(batch);
+    vectors.resize(batch);
+  }
+  ~impl() { ::close(fd); }
+
+  buffer_pool pool;
+  span_encoder encoder;
+  std::size_t batch;
+  int fd = -1;
+  std::vector<byte_buffer> queue;
+  std::vector<mmsghdr> headers;
+  std::vector<iovec> vectors;
+  std::atomic<std::uint64_t> sent{0};
+  std::atomic<std::uint64_t> bytes_sent{0};
+  std::atomic<std::uint64_t> send_errors{0};
+  std::atomic<std::uint64_t> too_large{0};
+  std::atomic<std::uint64_t> batches{0};
+};
+
+span_sender::span_sender(const span_sender_options& options, std::pmr::memory_resource* resource)
+    : impl_(std::make_unique<impl>(options, resource)) {}
+
+span_sender::~span_sender() {
+  try {
+    flush();
+  } catch (...) {  // a destructor must not throw; what was queued is lost, and was counted
+  }
+}
+
+void span_sender::send(const span& s) {
+  byte_buffer bytes = impl_->encoder.encode(s);
+  if (bytes.size() > max_datagram_payload) {
+    owner_add(impl_->too_large);
+    return;
+  }
+  impl_->queue.push_back(std::move(bytes));
+  if (impl_->queue.size() >= impl_->batch) flush();
+}
+
+std::size_t span_sender::flush() {
+  impl& i = *impl_;
+  const std::size_t count = i.queue.size();
+  if (count == 0) return 0;
+  for (std::size_t k = 0; k < count; ++k) {
+    i.vectors[k] = {i.queue[k].data(), i.queue[k].size()};
+    i.headers[k] = {};
+    i.headers[k].msg_hdr.msg_iov = &i.vectors[k];
+    i.headers[k].msg_hdr.msg_iovlen = 1;
+  }
+  std::size_t accepted = 0;
+  std::size_t at = 0;
+  // Each pass sends at least one message or skips one the kernel refused: at most `count`.
+  while (at < count) {
+    const int n = ::sendmmsg(i.fd, i.headers.data() + at, static_cast<unsigned>(count - at), MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      owner_add(i.send_errors);
+      ++at;
+      continue;
+    }
+    for (int k = 0; k < n; ++k) owner_add(i.bytes_sent, i.headers[at + static_cast<std::size_t>(k)].msg_len);
+    accepted += static_cast<std::size_t>(n);
+    at += static_cast<std::size_t>(n);
+  }
+  owner_add(i.batches);
+  owner_add(i.sent, accepted);
+  i.queue.clear();  // the buffers go back to the pool
+  return accepted;
+}
+
+std::size_t span_sender::queued() const noexcept { return impl_->queue.size(); }
+
+span_sender_stats span_sender::stats() const noexcept {
+  const impl& i = *impl_;
+  return {.sent = i.sent.load(std::memory_order_relaxed),
+          .bytes_sent = i.bytes_sent.load(std::memory_order_relaxed),
+          .send_errors = i.send_errors.load(std::memory_order_relaxed),
+          .too_large = i.too_large.load(std::memory_order_relaxed),
+          .batches = i.batches.load(std::memory_order_relaxed)};
+}
+
+buffer_pool& span_sender::pool() noexcept { return impl_->pool; }
+
+// ---------------------------------------------------------------- span_receiver
+
+namespace {
+// Room for every armed datagram buffer and arena block, twice over.
+buffer_pool_options receiver_pool_options(const datagram::udp_receiver_options& options) {
+  buffer_pool_options pool;
+  pool.max_capacity = std::max(pool.max_capacity, std::bit_ceil(options.max_datagram_size));
+  pool.max_per_bucket = std::max<std::size_t>(pool.max_per_bucket, 2 * options.batch_size);
+  return pool;
+}
+}  // namespace
+
+span_receiver::span_receiver(const datagram::udp_receiver_options& options,
+                             std::pmr::memory_resource* resource,
+                             const span_parser_options& parser_options)
+    : pool_(resource, receiver_pool_options(options)),
+      receiver_(options, pool_),
+      parser_(pool_, parser_options) {}
+
+std::size_t span_receiver::poll_once(std::chrono::milliseconds timeout,
+                                     function_ref<void(const span_view&)> on_span) {
+  std::size_t spans = 0;
+  receiver_.poll_once(timeout, [&](datagram::datagram& d) {
+    if (parser_.parse(d.bytes(), on_span)) ++spans;
+  });
+  return spans;
+}
+
+std::uint64_t span_receiver::run(function_ref<void(const span_view&)> on_span) {
+  std::uint64_t spans = 0;
+  receiver_.run([&](datagram::datagram& d) {
+    if (parser_.parse(d.bytes(), on_span)) ++spans;
+  });
+  return spans;
+}
+
+}  // namespace pmrkit::protobuf

@@ -1,0 +1,122 @@
+#include "pmrkit/protobuf/span_transport.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <future>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../datagram/net_test_support.hpp"
+#include "pmrkit/counting_resource.hpp"
+#include "pmrkit/datagram/errors.hpp"
+
+namespace {
+
+using namespace pmrkit::protobuf;
+using pmrkit::test::net::poll_until;
+using pmrkit::test::net::udp_sender;
+using namespace std::chrono_literals;
+
+span numbered(int i) {
+  span s;
+  s.trace_id = 1000 + i;
+  s.id = i;
+  s.service = "svc";
+  s.name = "operation " + std::to_string(i);
+  s.tags = {{"n", std::to_string(i)}};
+  if (i % 2) {
+    sample m;
+    m.metric = metric_type::counter;
+    m.name = "requests";
+    m.value = static_cast<float>(i);
+    s.metrics.push_back(m);
+  }
+  return s;
+}
+
+TEST_CASE("span_sender batches spans that span_receiver parses", "[protobuf][udp]") {
+  pmrkit::counting_resource counted;
+  {
+    span_receiver rx({.receive_buffer_size = 1 << 20}, &counted);
+    span_sender tx({.port = rx.local_port(), .batch_size = 16}, &counted);
+    constexpr int count = 100;
+    for (int i = 0; i < count; ++i) tx.send(numbered(i));
+    CHECK(tx.queued() == count % 16);
+    CHECK(tx.flush() == count % 16);
+    CHECK(tx.queued() == 0);
+    std::vector<span> got;
+    poll_until([&] { return got.size() >= count; },
+               [&] { rx.poll_once(100ms, [&](const span_view& v) { got.push_back(v.to_span()); }); });
+    REQUIRE(got.size() == count);
+    for (int i = 0; i < count; ++i) CHECK(got[static_cast<std::size_t>(i)] == numbered(i));
+    const span_sender_stats sent = tx.stats();
+    CHECK(sent.sent == count);
+    CHECK(sent.batches == (count + 15) / 16);
+    CHECK(sent.send_errors == 0);
+    CHECK(rx.stats().parser.parsed == count);
+    CHECK(rx.stats().udp.received == count);
+  }
+  CHECK(counted.stats().bytes_in_use == 0);
+}
+
+TEST_CASE("span_receiver counts a datagram that is not a span and goes on", "[protobuf][udp]") {
+  span_receiver rx;
+  udp_sender garbage(rx.local_port());
+  REQUIRE(garbage.send("\xff\xff\xff\xff not a span"));
+  span_sender tx({.port = rx.local_port(), .batch_size = 1});
+  tx.send(numbered(3));
+  std::vector<span> got;
+  poll_until([&] { return !got.empty(); },
+             [&] { rx.poll_once(100ms, [&](const span_view& v) { got.push_back(v.to_span()); }); });
+  REQUIRE(got.size() == 1);
+  CHECK(got[0] == numbered(3));
+  CHECK(rx.stats().parser.parse_errors == 1);
+  CHECK(rx.stats().udp.received == 2);
+}
+
+TEST_CASE("span_sender drops a span too large for a datagram, and counts it", "[protobuf]") {
+  span_receiver rx;
+  span_sender tx({.port = rx.local_port(), .batch_size = 4});
+  span huge = numbered(1);
+  huge.name = std::string(max_datagram_payload, 'x');
+  tx.send(huge);
+  CHECK(tx.queued() == 0);
+  CHECK(tx.stats().too_large == 1);
+}
+
+TEST_CASE("span_sender counts what the kernel refuses instead of throwing", "[protobuf]") {
+  std::uint16_t closed_port;
+  {
+    span_receiver gone;  // bind, note the port, close: nobody listens there now
+    closed_port = gone.local_port();
+  }
+  span_sender tx({.port = closed_port, .batch_size = 1});
+  // The first datagram draws an ICMP "port unreachable"; a later send reports it.
+  poll_until([&] { return tx.stats().send_errors > 0; }, [&] {
+    tx.send(numbered(1));
+    std::this_thread::sleep_for(1ms);
+  }, 5s);
+  CHECK(tx.stats().send_errors > 0);
+}
+
+TEST_CASE("span_receiver::run stops promptly on stop()", "[protobuf][udp][concurrent]") {
+  span_receiver rx;
+  auto running = std::async(std::launch::async, [&] { return rx.run([](const span_view&) {}); });
+  span_sender tx({.port = rx.local_port(), .batch_size = 1});
+  tx.send(numbered(1));
+  poll_until([&] { return rx.stats().parser.parsed == 1; }, [] { std::this_thread::sleep_for(1ms); });
+  rx.stop();
+  REQUIRE(running.wait_for(10s) == std::future_status::ready);
+  CHECK(running.get() == 1);
+}
+
+TEST_CASE("span_sender rejects bad options", "[protobuf]") {
+  using pmrkit::datagram::invalid_option;
+  CHECK_THROWS_AS(span_sender({.port = 0}), invalid_option);
+  CHECK_THROWS_AS(span_sender({.port = 9, .batch_size = 0}), invalid_option);
+  CHECK_THROWS_AS(span_sender({.address = "not-an-address", .port = 9}), invalid_option);
+}
+
+}  // namespace
