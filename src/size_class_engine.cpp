@@ -107,8 +107,7 @@ void size_class_engine<Policy>::deallocate_slow(void* block, std::size_t bytes,
   list_type& list = local->classes[index];
   set_next(block, list.head);
   list.head = block;
-  list.count.add(1);
-  if (list.count.get() > list.limit) overflow(*local, index);
+  if (list.count.add(1) > list.limit) overflow(*local, index);
 }
 
 template <class Policy>

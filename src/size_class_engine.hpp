@@ -63,8 +63,7 @@ class size_class_engine {
         list_type& list = local->classes[index];
         set_next(block, list.head);
         list.head = block;
-        list.count.add(1);
-        if (list.count.get() <= list.limit) [[likely]]
+        if (list.count.add(1) <= list.limit) [[likely]]
           return;
         return overflow(*local, index);
       }

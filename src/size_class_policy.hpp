@@ -18,11 +18,16 @@ namespace pmrkit::detail {
 template <class Integer>
 class owner_counter {
  public:
-  void add(Integer n) noexcept {
-    value_.store(value_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  // Returns the new value, so callers need not load it again (the compiler cannot reuse an
+  // atomic store's value by itself).
+  Integer add(Integer n) noexcept {
+    const Integer value = static_cast<Integer>(value_.load(std::memory_order_relaxed) + n);
+    value_.store(value, std::memory_order_relaxed);
+    return value;
   }
   void subtract(Integer n) noexcept {
-    value_.store(value_.load(std::memory_order_relaxed) - n, std::memory_order_relaxed);
+    value_.store(static_cast<Integer>(value_.load(std::memory_order_relaxed) - n),
+                 std::memory_order_relaxed);
   }
   void set(Integer n) noexcept { value_.store(n, std::memory_order_relaxed); }
   Integer get() const noexcept { return value_.load(std::memory_order_relaxed); }
@@ -34,7 +39,7 @@ class owner_counter {
 template <class Integer>
 class plain_counter {
  public:
-  void add(Integer n) noexcept { value_ += n; }
+  Integer add(Integer n) noexcept { return value_ += n; }
   void subtract(Integer n) noexcept { value_ -= n; }
   void set(Integer n) noexcept { value_ = n; }
   Integer get() const noexcept { return value_; }
