@@ -44,17 +44,19 @@ struct document::impl {
   std::size_t capacity = 0;  // bytes allocated at `data`; libbson's buf_len never exceeds it
   std::size_t used = 5;      // the encoded size if every open container were closed now
   bson_t* top = nullptr;
-  // Open nested documents/arrays. bson_t is 128-byte aligned (BSON_EXTRA_ALIGN), more than a
-  // resource promises, so the block is over-allocated and aligned by hand.
-  void* children_block = nullptr;
-  bson_t* children = nullptr;
+  // Open nested documents/arrays, one bson_t per level, each allocated the first time that
+  // level is reached and kept. bson_t is 128-byte aligned (BSON_EXTRA_ALIGN), more than a
+  // resource promises, so each block is over-allocated and aligned by hand.
+  static constexpr std::size_t child_block_bytes = sizeof(bson_t) + alignof(bson_t);
+  std::array<void*, max_depth> child_blocks{};
+  bson_t* children[max_depth] = {};  // (std::array would drop bson_t's alignment attribute)
   std::size_t depth = 0;
   std::array<bool, max_depth + 1> in_array{};
   std::array<std::uint32_t, max_depth + 1> next_index{};
 
   explicit impl(std::pmr::memory_resource* r) : resource(r) {}
 
-  bson_t* current() noexcept { return depth == 0 ? top : &children[depth - 1]; }
+  bson_t* current() noexcept { return depth == 0 ? top : children[depth - 1]; }
 
   // Makes room for at least `required` bytes, keeping the contents. Throws what the resource
   // throws, leaving everything unchanged.
@@ -97,13 +99,16 @@ struct document::impl {
     grow(used + element_bytes + depth + 1);
   }
 
-  void ensure_children() {
-    if (children) return;
-    const std::size_t bytes = max_depth * sizeof(bson_t) + alignof(bson_t);
-    children_block = resource->allocate(bytes, storage_alignment);
-    void* p = children_block;
-    std::size_t space = bytes;
-    children = static_cast<bson_t*>(std::align(alignof(bson_t), max_depth * sizeof(bson_t), p, space));
+  // The bson_t for nesting level `level` (0 = the first child).
+  bson_t* child_at(std::size_t level) {
+    if (children[level] == nullptr) {
+      void* block = resource->allocate(child_block_bytes, storage_alignment);
+      void* p = block;
+      std::size_t space = child_block_bytes;
+      children[level] = static_cast<bson_t*>(std::align(alignof(bson_t), sizeof(bson_t), p, space));
+      child_blocks[level] = block;
+    }
+    return children[level];
   }
 
   // Checks the key and gives the one to write: the caller's, or the next index in an array.
@@ -147,8 +152,7 @@ struct document::impl {
       throw std::logic_error("pmrkit::bson::document: more than " + std::to_string(max_depth) +
                              " nested documents/arrays open at once");
     }
-    ensure_children();
-    bson_t* child = &children[depth];
+    bson_t* child = child_at(depth);
     append(key, 5, [&](bson_t* b, const char* k, int n) {
       return array ? bson_append_array_begin(b, k, n, child)
                    : bson_append_document_begin(b, k, n, child);
@@ -162,8 +166,8 @@ struct document::impl {
     if (depth == 0) {
       throw std::logic_error("pmrkit::bson::document::end(): no nested document or array is open");
     }
-    bson_t* parent = depth == 1 ? top : &children[depth - 2];
-    bson_t* child = &children[depth - 1];
+    bson_t* parent = depth == 1 ? top : children[depth - 2];
+    bson_t* child = children[depth - 1];
     const bool ok = in_array[depth] ? bson_append_array_end(parent, child)
                                     : bson_append_document_end(parent, child);
     --depth;
@@ -173,9 +177,8 @@ struct document::impl {
   void release() noexcept {
     if (top) bson_destroy(top);  // frees the bson_t only: its buffer is ours (BSON_FLAG_NO_FREE)
     if (data) resource->deallocate(data, capacity, storage_alignment);
-    if (children_block)
-      resource->deallocate(children_block, max_depth * sizeof(bson_t) + alignof(bson_t),
-                           storage_alignment);
+    for (void* block : child_blocks)
+      if (block) resource->deallocate(block, child_block_bytes, storage_alignment);
   }
 };
 
