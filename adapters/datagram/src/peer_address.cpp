@@ -35,23 +35,19 @@ peer_address peer_address::numeric(const std::string& address, std::uint16_t por
 void peer_address::set_size(socklen_t length) noexcept { length_ = std::min(length, capacity()); }
 
 std::uint16_t peer_address::port() const noexcept {
-  if (storage_.ss_family == AF_INET && length_ >= sizeof(sockaddr_in))
-    return ntohs(reinterpret_cast<const sockaddr_in*>(&storage_)->sin_port);
-  if (storage_.ss_family == AF_INET6 && length_ >= sizeof(sockaddr_in6))
-    return ntohs(reinterpret_cast<const sockaddr_in6*>(&storage_)->sin6_port);
+  if (family() == AF_INET && length_ >= sizeof(sockaddr_in)) return ntohs(storage_.v4.sin_port);
+  if (family() == AF_INET6 && length_ >= sizeof(sockaddr_in6)) return ntohs(storage_.v6.sin6_port);
   return 0;
 }
 
 std::string peer_address::to_string() const {
   char text[INET6_ADDRSTRLEN] = {};
-  if (storage_.ss_family == AF_INET && length_ >= sizeof(sockaddr_in)) {
-    ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&storage_)->sin_addr, text,
-                sizeof text);
+  if (family() == AF_INET && length_ >= sizeof(sockaddr_in)) {
+    ::inet_ntop(AF_INET, &storage_.v4.sin_addr, text, sizeof text);
     return std::string(text) + ':' + std::to_string(port());
   }
-  if (storage_.ss_family == AF_INET6 && length_ >= sizeof(sockaddr_in6)) {
-    ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&storage_)->sin6_addr, text,
-                sizeof text);
+  if (family() == AF_INET6 && length_ >= sizeof(sockaddr_in6)) {
+    ::inet_ntop(AF_INET6, &storage_.v6.sin6_addr, text, sizeof text);
     return '[' + std::string(text) + "]:" + std::to_string(port());
   }
   return "-";

@@ -21,6 +21,10 @@ constexpr int events_per_wait = 64;
 // others have their turn (epoll is level-triggered, so it is reported again).
 constexpr int reads_per_turn = 16;
 constexpr int accepts_per_turn = 64;
+// A message buffer is reused for the next message if its capacity is at most this many times
+// what that message needs (or at most reuse_floor bytes).
+constexpr std::size_t reuse_slack = 4;
+constexpr std::size_t reuse_floor = 1024;
 
 void owner_add(std::atomic<std::uint64_t>& counter, std::uint64_t amount = 1) noexcept {
   counter.store(counter.load(std::memory_order_relaxed) + amount, std::memory_order_relaxed);
@@ -161,14 +165,19 @@ void tcp_receiver::impl::close(connection& c) {
 std::size_t tcp_receiver::impl::service(connection& c, tcp_frame_handler& handler) {
   std::size_t delivered = 0;
   auto on_frame = [&](std::span<const std::byte> bytes) {
-    frame.buffer = pool.acquire(bytes.size());
+    // The buffer a handler left alone is reused, as long as it is not much larger than this
+    // message needs: a handler that keeps a small message must not pin a large block.
+    const std::size_t capacity = frame.buffer.capacity();
+    if (capacity < bytes.size() || capacity > std::max(reuse_slack * bytes.size(), reuse_floor)) {
+      frame.buffer = pool.acquire(bytes.size());
+    }
+    frame.buffer.clear();
     frame.buffer.append(bytes);
     frame.peer = c.peer;
     frame.connection = c.id;
     owner_add(frames);
     ++delivered;
     handler(frame);
-    frame.buffer.reset();  // back to the pool, unless the handler took it
   };
   for (int i = 0; i < reads_per_turn; ++i) {
     const ssize_t got = ::read(c.fd.get(), read_buffer.data(), read_buffer.capacity());
@@ -187,7 +196,6 @@ std::size_t tcp_receiver::impl::service(connection& c, tcp_frame_handler& handle
     try {
       error = c.framer.feed({read_buffer.data(), static_cast<std::size_t>(got)}, on_frame);
     } catch (...) {
-      frame.buffer.reset();
       close(c);
       throw;
     }

@@ -3,17 +3,20 @@
 // Listens on an address, accepts many connections (epoll) and splits each stream into
 // messages with a syslog_framer (RFC 6587: octet counting or newline-delimited). Every message
 // is handed to your handler in a byte_buffer from a buffer_pool on the memory resource you
-// chose, with its sender and connection number; move the buffer out to keep it. Reads go into
-// one pooled read buffer the receiver reuses. A connection whose stream breaks the framing (a
+// chose, with its sender and connection number; move the buffer out to keep it. A buffer the
+// handler leaves alone is reused for the next message (if it is not more than 4 times too
+// large for it), so a steady stream costs no pool traffic at all. Reads go into one pooled
+// read buffer the receiver reuses. A connection whose stream breaks the framing (a
 // frame over max_frame_size, a bad octet count) is closed and counted, and the error is passed
 // to the error handler if one is set; the other connections are served on.
 //
 // Thread-safety: one thread at a time calls run() or poll_once(), and the handlers run on that
 // thread. stop() may be called from any thread and from a signal handler; stats(),
 // local_port() and pool() from any thread.
-// Ownership: with the constructor that takes a resource the receiver owns its pool, so
-// buffers a handler kept must be destroyed before the receiver; with the one that takes a
-// pool, the pool must outlive every buffer.
+// Ownership: the receiver holds one message buffer and one read buffer between calls and
+// gives them back to the pool when destroyed. With the constructor that takes a resource the
+// receiver owns its pool, so buffers a handler kept must be destroyed before the receiver;
+// with the one that takes a pool, the pool must outlive every buffer.
 #pragma once
 
 #include <atomic>
