@@ -149,6 +149,17 @@ std::size_t span_encoder::encode_into(const span& s, byte_buffer& out) {
   return write(impl_->message, impl_->message.ByteSizeLong(), out);
 }
 
+std::size_t span_encoder::encode_to(const span& s, std::span<std::byte> out) {
+  detail::assign(impl_->message, s);
+  const std::size_t size = impl_->message.ByteSizeLong();
+  if (size > out.size()) {
+    throw std::length_error("span_encoder::encode_to: the span needs " + std::to_string(size) +
+                            " bytes, the buffer holds " + std::to_string(out.size()));
+  }
+  auto* begin = reinterpret_cast<std::uint8_t*>(out.data());
+  return static_cast<std::size_t>(impl_->message.SerializeWithCachedSizesToArray(begin) - begin);
+}
+
 // ---------------------------------------------------------------- views
 
 metric_type sample_view::metric() const noexcept { return static_cast<metric_type>(message_->metric()); }

@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -146,6 +147,21 @@ TEST_CASE("span_encoder follows spans whose shape changes", "[protobuf]") {
     REQUIRE(parsed.has_value());
     REQUIRE(*parsed == s);
   }
+}
+
+TEST_CASE("span_encoder::encode_to writes into caller memory, or refuses", "[protobuf]") {
+  pmrkit::buffer_pool pool;
+  span_encoder encoder(pool);
+  span_parser parser(pool);
+  const span original = example_span();
+  std::vector<std::byte> storage(4096, std::byte{0x5a});
+  const std::size_t size = encoder.encode_to(original, storage);
+  REQUIRE(size > 0);
+  CHECK(parser.parse_copy(std::span(storage).first(size)) == std::optional<span>(original));
+  CHECK(storage[size] == std::byte{0x5a});
+  std::vector<std::byte> small(size - 1, std::byte{0x5a});
+  CHECK_THROWS_AS(encoder.encode_to(original, small), std::length_error);
+  CHECK(std::all_of(small.begin(), small.end(), [](std::byte b) { return b == std::byte{0x5a}; }));
 }
 
 TEST_CASE("span_view reads the parsed span in place", "[protobuf]") {

@@ -51,6 +51,7 @@ byte_buffer serialize(const span& s, std::pmr::memory_resource* resource);
 
 class span_encoder {
  public:
+  // encode() takes its buffers from `pool`; encode_into() and encode_to() never use it.
   explicit span_encoder(buffer_pool& pool);
   ~span_encoder();
   span_encoder(const span_encoder&) = delete;
@@ -60,6 +61,9 @@ class span_encoder {
   byte_buffer encode(const span& s);
   // Appends the serialized span to `out` (from anywhere) and returns its size.
   std::size_t encode_into(const span& s, byte_buffer& out);
+  // Serializes into memory you manage (a static array, a ring) and returns the size written.
+  // Throws std::length_error, writing nothing, if `out` is too small.
+  std::size_t encode_to(const span& s, std::span<std::byte> out);
 
  private:
   struct impl;
