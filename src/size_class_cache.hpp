@@ -36,7 +36,8 @@ struct cache_body {
   std::size_t limit_bytes = 0;
   std::size_t budget = 0;          // the thread_cache option
   unsigned steal_cursor = 0;       // where the next search for limit to take back starts
-  std::array<class_cache<Counter>, size_classes::count> classes{};
+  // Aligned so that each 32-byte list lies within one cache line.
+  alignas(64) std::array<class_cache<Counter>, size_classes::count> classes{};
 };
 static_assert(sizeof(class_cache<plain_counter>) == 32);
 static_assert(sizeof(class_cache<owner_counter>) == 32);
