@@ -53,16 +53,13 @@ class document_range {
 
    private:
     friend class document_range;
-    iterator(const std::byte* at, const std::byte* end) noexcept : at_(at), end_(end) {}
+    explicit iterator(const std::byte* at) noexcept : at_(at) {}
     const std::byte* at_ = nullptr;
-    const std::byte* end_ = nullptr;
   };
 
   document_range() = default;
-  iterator begin() const noexcept { return {bytes_.data(), bytes_.data() + bytes_.size()}; }
-  iterator end() const noexcept {
-    return {bytes_.data() + bytes_.size(), bytes_.data() + bytes_.size()};
-  }
+  iterator begin() const noexcept { return iterator(bytes_.data()); }
+  iterator end() const noexcept { return iterator(bytes_.data() + bytes_.size()); }
   std::size_t count() const noexcept { return count_; }
   std::span<const std::byte> bytes() const noexcept { return bytes_; }
 
