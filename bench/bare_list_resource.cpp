@@ -67,7 +67,7 @@ void* bare_list_resource::do_allocate(std::size_t bytes, std::size_t alignment) 
 
 void bare_list_resource::do_deallocate(void* p, std::size_t bytes, std::size_t alignment) {
   if (bytes > largest || alignment > granule)
-    return ::operator delete(p, bytes, std::align_val_t{alignment});
+    return ::operator delete(p, std::align_val_t{alignment});
   const std::size_t index = (bytes + granule - 1) / granule;
   auto* b = static_cast<free_block*>(p);
   b->next = lists.heads[index];
