@@ -7,9 +7,12 @@
 //  - no frame longer than max_frame_size; frames() counts what was handed on;
 //  - once failed, nothing more is handed on until reset(); after reset() it frames a stream
 //    as a new framer would;
-//  - every pooled buffer goes back to the pool and the pool's memory to its resource.
+//  - every pooled buffer goes back to the pool and the pool's memory to its resource;
+//  - a failed allocation (a declared count beyond what the bounded upstream grants) surfaces
+//    as std::bad_alloc and leaves the framer aborted.
 #include <cstddef>
 #include <cstdint>
+#include <new>
 #include <span>
 #include <string>
 #include <vector>
@@ -47,7 +50,15 @@ outcome frame(syslog_framer& framer, std::span<const std::byte> stream, unsigned
       state = state * 1664525u + 1013904223u;
       chunk = std::min<std::size_t>(chunk, 1 + (state >> 16) % 17);
     }
-    const framing_error e = framer.feed(stream.subspan(at, chunk), on_frame);
+    framing_error e;
+    try {
+      e = framer.feed(stream.subspan(at, chunk), on_frame);
+    } catch (const std::bad_alloc&) {
+      // Documented: the pool failed while a cut frame was assembled (here, a declared count
+      // beyond what the bounded upstream grants); the framer is left aborted.
+      if (framer.error() != framing_error::aborted) broken("a failed allocation did not abort the framer");
+      e = framing_error::aborted;
+    }
     at += chunk;
     if (e != framing_error::none) {
       if (out.error == framing_error::none) out.error = e;
