@@ -137,24 +137,34 @@ TEMPLATE_TEST_CASE("size_class: every class edge and its neighbours land in the 
 
 TEMPLATE_TEST_CASE("size_class: max_pooled bounds the pool; larger requests go to upstream",
                    "[size_class]", size_class_resource, size_class_unsync_resource) {
+  const std::size_t max_pooled =
+      GENERATE(std::size_t{8}, std::size_t{256}, std::size_t{8192}, std::size_t{1} << 20);
+  CAPTURE(max_pooled);
   pmrkit::counting_resource upstream;
   size_class_options options;
-  options.max_pooled = 256;
+  options.max_pooled = max_pooled;
   TestType r(options, &upstream);
-  REQUIRE(r.stats().classes.back().block_size == 256);
+  REQUIRE(r.stats().classes.back().block_size == max_pooled);
 
-  void* pooled = r.allocate(256, 8);
+  void* pooled = r.allocate(max_pooled, 8);
+  fill_pattern(pooled, max_pooled, 1);
   CHECK(r.stats().large_allocations == 0);
   const auto upstream_before = upstream.stats();
-  void* large = r.allocate(257, 8);
+  void* large = r.allocate(max_pooled + 1, 8);
   // Straight to upstream with the caller's size and alignment, and straight back on free.
   CHECK(upstream.stats().allocations == upstream_before.allocations + 1);
-  CHECK(upstream.stats().bytes_in_use == upstream_before.bytes_in_use + 257);
+  CHECK(upstream.stats().bytes_in_use == upstream_before.bytes_in_use + max_pooled + 1);
   CHECK(r.stats().large_live_blocks == 1);
-  r.deallocate(large, 257, 8);
+  r.deallocate(large, max_pooled + 1, 8);
   CHECK(upstream.stats().bytes_in_use == upstream_before.bytes_in_use);
   CHECK(r.stats().large_live_blocks == 0);
-  r.deallocate(pooled, 256, 8);
+  // An alignment beyond max_pooled cannot come from any class.
+  void* aligned = r.allocate(8, max_pooled * 2);
+  CHECK(is_aligned(aligned, max_pooled * 2));
+  CHECK(r.stats().large_live_blocks == 1);
+  r.deallocate(aligned, 8, max_pooled * 2);
+  CHECK(check_pattern(pooled, max_pooled, 1));
+  r.deallocate(pooled, max_pooled, 8);
 }
 
 TEMPLATE_TEST_CASE("size_class: alignments up to the class size come from the pool",
