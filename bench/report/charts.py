@@ -102,10 +102,17 @@ def thread_scaling_chart(workload: str, tables: list[analysis.Table], path: str)
             if ns:
                 lines.setdefault(row.label, []).append((table.threads, 1e3 / ns))
     fig, ax = plt.subplots(figsize=(9, 5))
-    for label, points in lines.items():
+    palette = plt.get_cmap("tab20").colors
+    for index, (label, points) in enumerate(lines.items()):
         xs, ys = zip(*points)
-        style = "--" if "bare_list" in label else ("-." if "preload" in label else "-")
-        ax.plot(xs, ys, style, marker="o", label=label)
+        if "bare_list" in label:
+            style, color = "--", "black"
+        else:
+            style, color = ("-." if "preload" in label else "-"), palette[index % len(palette)]
+        ax.plot(xs, ys, style, color=color, marker="o", label=label)
+    values = [y for points in lines.values() for _, y in points]
+    if values and min(values) > 0 and max(values) / min(values) > 20:
+        ax.set_yscale("log")  # strategies differ by orders of magnitude here
     threads = sorted({t.threads for t in tables})
     ax.set_xticks(threads)
     ax.set_xlabel("threads")

@@ -153,7 +153,17 @@ def plan(bench: str, known: tuple[str, ...], strategy: str = "", workloads=(),
                 continue
             jobs += [Job(name, (f"--strategy={results.BASELINE_STRATEGY}",), tag, path)
                      for name in eligible]
-    return Plan(jobs, notes)
+    return Plan(_by_table(jobs, known), notes)
+
+
+def _by_table(jobs: list[Job], known) -> list[Job]:
+    """Runs the rows of one table one after the other (baseline, strategies, reference, then
+    its preload rows): a shared machine's load drifts, and rows compared with each other
+    should see the same drift."""
+    first: dict[tuple[str, int], int] = {}
+    for job in jobs:
+        first.setdefault(results.parse_name(job.name, known).table, len(first))
+    return sorted(jobs, key=lambda job: first[results.parse_name(job.name, known).table])
 
 
 def available_workloads(bench: str, known) -> list[str]:
