@@ -18,9 +18,15 @@
 #include "test_resources.hpp"
 
 // Counts operator new in this test program, so a test can show that a warm encoder allocates
-// nothing at all (protobuf's own allocations go through operator new).
+// nothing at all (protobuf's own allocations go through operator new). Every unaligned form is
+// replaced, so each new is paired with its own delete (ASan checks the pairing).
 namespace {
 std::atomic<std::uint64_t> heap_allocations{0};
+
+void* counted_new(std::size_t size) {
+  heap_allocations.fetch_add(1, std::memory_order_relaxed);
+  return std::malloc(size == 0 ? 1 : size);
+}
 }  // namespace
 
 // GCC sees free() on a pointer from operator new here; they are a matched pair by design.
@@ -29,12 +35,18 @@ std::atomic<std::uint64_t> heap_allocations{0};
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 #endif
 void* operator new(std::size_t size) {
-  heap_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  if (void* p = counted_new(size)) return p;
   throw std::bad_alloc();
 }
+void* operator new[](std::size_t size) { return operator new(size); }
+void* operator new(std::size_t size, const std::nothrow_t&) noexcept { return counted_new(size); }
+void* operator new[](std::size_t size, const std::nothrow_t&) noexcept { return counted_new(size); }
 void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
