@@ -345,10 +345,12 @@ class Runner(unittest.TestCase):
             done = subprocess.run(
                 [sys.executable, os.path.join(REPORT, "run.py"), "--bench", FAKE_BENCH,
                  "--out", out, "--quick", "--strategy", "monotonic", "--workload",
-                 "DatagramNoFormatting"], capture_output=True, text=True, timeout=120)
+                 "DatagramNoFormatting", "--no-preload"], capture_output=True, text=True,
+                timeout=120)
             self.assertEqual(done.returncode, 0, done.stderr)
             self.assertIn("[1/4] DatagramNoFormatting/monotonic/fresh", done.stderr)
             self.assertIn("[4/4] DatagramNoFormatting/new_delete/fresh", done.stderr)
+            self.assertNotIn("preload", done.stderr)
             self.assertIn("monotonic/pooled", done.stdout)
             for name in ("results.json", "summary.csv", "report.html", "tables.txt",
                          "charts/DatagramNoFormatting.png"):
