@@ -47,7 +47,7 @@ constexpr std::size_t max_datagram = 64 * 1024;      // what the original server
 constexpr std::size_t kernel_buffer = 8 << 20;       // SO_RCVBUF: a round never overflows it
 constexpr std::chrono::milliseconds round_timeout{2000};
 
-// A typical RFC 5424 line, as logger sends it (120 bytes).
+// A typical RFC 5424 line, as logger sends it (110 bytes).
 constexpr std::string_view syslog_line =
     "<13>1 2024-06-07T10:15:30.123456+00:00 web-17 checkout 4242 - - order 981273 placed, "
     "total 129.95 EUR, 3 items";

@@ -1,7 +1,7 @@
 // The protobuf adapter's workload, every strategy: serialize one SSF span and send it as one
 // UDP datagram over loopback (datagrams go out 32 at a time with sendmmsg, as span_sender does).
 //   Serialization/with_metrics   a span with tags and three metric samples (~420 bytes)
-//   Serialization/no_metrics     the same span without samples (~150 bytes)
+//   Serialization/no_metrics     the same span without samples (~160 bytes)
 // Variants: fresh = serialize() per span: a new arena block and a new output buffer from the
 // strategy, as code without reuse does (the Go daemon's proto.Marshal per datagram); pooled =
 // span_sender: a reused message and output buffers from a buffer_pool on the strategy;
