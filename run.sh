@@ -60,9 +60,9 @@ case "$cmd" in
     ctest --test-dir build --output-on-failure -j2
     ;;
   compare)
-    [ $# -eq 2 ] || { echo "usage: ./run.sh compare OLD.json NEW.json" >&2; exit 2; }
+    [ $# -ge 2 ] || { echo "usage: ./run.sh compare OLD.json NEW.json [--workload NAME] [--csv FILE]" >&2; exit 2; }
     ensure_packages
-    exec /usr/bin/python3 bench/report/compare.py "$1" "$2"
+    exec /usr/bin/python3 bench/report/compare.py "$@"
     ;;
   sanitize)
     ensure_packages
