@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <optional>
 #include <vector>
 
 #include "pmrkit/datagram/errors.hpp"
@@ -21,6 +23,8 @@ constexpr int events_per_wait = 64;
 // others have their turn (epoll is level-triggered, so it is reported again).
 constexpr int reads_per_turn = 16;
 constexpr int accepts_per_turn = 64;
+// How long accepting pauses when accept() lacks a descriptor or memory.
+constexpr std::chrono::milliseconds accept_pause{100};
 // A message buffer is reused for the next message if its capacity is at most this many times
 // what that message needs (or at most reuse_floor bytes).
 constexpr std::size_t reuse_slack = 4;
@@ -69,6 +73,8 @@ struct tcp_receiver::impl {
   void listen(const tcp_receiver_options& options);
   void watch(int fd, void* tag);
   void accept_ready();
+  void pause_accepting();
+  int resume_accepting_within(int timeout_ms);
   std::size_t service(connection& c, tcp_frame_handler& handler);
   void close(connection& c);
 
@@ -86,6 +92,9 @@ struct tcp_receiver::impl {
   // Addresses that tag the listening socket and the eventfd in epoll (connections are tagged
   // with their own address).
   char listen_tag = 0;
+  // While accept() lacks resources (no free descriptor), the listening socket is taken out of
+  // the epoll set until this time: it stays readable, and would otherwise wake every wait.
+  std::optional<std::chrono::steady_clock::time_point> accepting_paused_until;
   char wake_tag = 0;
 
   std::atomic<std::uint64_t> frames{0};
@@ -95,6 +104,7 @@ struct tcp_receiver::impl {
   std::atomic<std::uint64_t> rejected{0};
   std::atomic<std::uint64_t> framing_errors{0};
   std::atomic<std::uint64_t> cut_at_close{0};
+  std::atomic<std::uint64_t> accept_failures{0};
   std::atomic<std::size_t> open{0};
 };
 
@@ -132,8 +142,13 @@ void tcp_receiver::impl::accept_ready() {
     socklen_t length = peer_address::capacity();
     const int fd = ::accept4(listen_fd.get(), peer.data(), &length, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
-      // EAGAIN: nothing more to accept. Anything else (a connection reset before we took it,
-      // too many open files) concerns that one connection; the listener goes on.
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return;  // nothing more to accept
+      // A connection that went away before we took it, or an interrupted call: go on.
+      if (errno == ECONNABORTED || errno == EINTR || errno == EPROTO) continue;
+      // No descriptor or memory for it (EMFILE, ENFILE, ENOBUFS, ...): the connection stays
+      // queued and the socket readable, so stop watching it for a while instead of spinning.
+      owner_add(accept_failures);
+      pause_accepting();
       return;
     }
     detail::unique_fd owned(fd);
@@ -150,6 +165,31 @@ void tcp_receiver::impl::accept_ready() {
     connections.push_back(std::move(c));
     open.store(connections.size(), std::memory_order_relaxed);
   }
+}
+
+void tcp_receiver::impl::pause_accepting() {
+  epoll_event event{};
+  event.data.ptr = &listen_tag;  // no events: parked
+  if (::epoll_ctl(epoll_fd.get(), EPOLL_CTL_MOD, listen_fd.get(), &event) != 0) return;
+  accepting_paused_until = std::chrono::steady_clock::now() + accept_pause;
+}
+
+// Watches the listening socket again once the pause is over; returns the wait timeout to use
+// so that the pause ends on time (`timeout_ms` itself when not paused).
+int tcp_receiver::impl::resume_accepting_within(int timeout_ms) {
+  if (!accepting_paused_until) return timeout_ms;
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(*accepting_paused_until -
+                                                                 std::chrono::steady_clock::now());
+  if (left.count() > 0) {
+    return timeout_ms < 0 ? static_cast<int>(left.count())
+                          : std::min(timeout_ms, static_cast<int>(left.count()));
+  }
+  epoll_event event{};
+  event.events = EPOLLIN;
+  event.data.ptr = &listen_tag;
+  if (::epoll_ctl(epoll_fd.get(), EPOLL_CTL_MOD, listen_fd.get(), &event) == 0)
+    accepting_paused_until.reset();
+  return timeout_ms;
 }
 
 void tcp_receiver::impl::close(connection& c) {
@@ -239,7 +279,8 @@ std::size_t tcp_receiver::poll_once(std::chrono::milliseconds timeout, tcp_frame
   if (stop_requested()) return 0;
   epoll_event events[events_per_wait];
   const long long wait_ms = timeout.count() < 0 ? -1 : std::min<long long>(timeout.count(), INT32_MAX);
-  const int ready = ::epoll_wait(impl_->epoll_fd.get(), events, events_per_wait, static_cast<int>(wait_ms));
+  const int ready = ::epoll_wait(impl_->epoll_fd.get(), events, events_per_wait,
+                                 impl_->resume_accepting_within(static_cast<int>(wait_ms)));
   if (ready < 0) {
     if (errno == EINTR) return 0;
     detail::throw_errno(errno, "epoll_wait", "");
@@ -278,7 +319,8 @@ tcp_receiver_stats tcp_receiver::stats() const noexcept {
           .connections_closed = i.closed.load(std::memory_order_relaxed),
           .connections_rejected = i.rejected.load(std::memory_order_relaxed),
           .framing_errors = i.framing_errors.load(std::memory_order_relaxed),
-          .cut_at_close = i.cut_at_close.load(std::memory_order_relaxed)};
+          .cut_at_close = i.cut_at_close.load(std::memory_order_relaxed),
+          .accept_failures = i.accept_failures.load(std::memory_order_relaxed)};
 }
 
 std::size_t tcp_receiver::open_connections() const noexcept {

@@ -2,6 +2,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <future>
 #include <map>
@@ -155,6 +158,58 @@ TEST_CASE("tcp_receiver turns away connections over max_connections", "[tcp]") {
   CHECK(rx.stats().connections_rejected == 1);
   CHECK(rx.open_connections() == 2);
   CHECK(c.closed_by_peer());
+}
+
+// Lowers the soft descriptor limit to what is open now, and restores it when destroyed.
+class descriptor_limit_guard {
+ public:
+  descriptor_limit_guard() {
+    ::getrlimit(RLIMIT_NOFILE, &original_);
+    const int lowest_free = ::dup(0);  // every descriptor below it is in use
+    ::close(lowest_free);
+    rlimit low = original_;
+    low.rlim_cur = static_cast<rlim_t>(lowest_free);
+    ::setrlimit(RLIMIT_NOFILE, &low);
+  }
+  ~descriptor_limit_guard() { ::setrlimit(RLIMIT_NOFILE, &original_); }
+  descriptor_limit_guard(const descriptor_limit_guard&) = delete;
+  descriptor_limit_guard& operator=(const descriptor_limit_guard&) = delete;
+
+ private:
+  rlimit original_{};
+};
+
+TEST_CASE("tcp_receiver pauses accepting while out of descriptors, then accepts",
+          "[tcp][concurrent]") {
+  tcp_receiver rx;
+  tcp_client client(rx.local_port());  // queued by the kernel until accepted
+  {
+    descriptor_limit_guard no_more_descriptors;
+    // run() for a while: the queued connection keeps the listening socket readable, so a
+    // receiver that did not pause would fail accept() in a tight loop.
+    std::thread runner([&] { rx.run([](tcp_frame&) {}); });
+    std::this_thread::sleep_for(300ms);
+    rx.stop();
+    runner.join();
+    CHECK(rx.stats().connections_accepted == 0);
+    CHECK(rx.stats().accept_failures >= 1);
+    CHECK(rx.stats().accept_failures <= 20);  // one per 100 ms pause, with room for a slow machine
+  }
+  // Stopping is sticky, so a second receiver on a fresh pool shows the other half: once
+  // descriptors are free again, a paused receiver accepts.
+  tcp_receiver later;
+  tcp_client second(later.local_port());
+  {
+    descriptor_limit_guard no_more_descriptors;
+    later.poll_once(30ms, [](tcp_frame&) {});
+  }
+  REQUIRE(later.stats().accept_failures == 1);
+  REQUIRE(second.send("2 ok"));
+  std::vector<std::string> got;
+  poll_until([&] { return !got.empty(); },
+             [&] { later.poll_once(100ms, [&](tcp_frame& f) { got.push_back(as_string(f.bytes())); }); });
+  CHECK(later.stats().connections_accepted == 1);
+  CHECK(got == std::vector<std::string>{"ok"});
 }
 
 TEST_CASE("tcp_receiver counts a connection that ends inside a frame", "[tcp]") {

@@ -55,6 +55,8 @@ struct tcp_receiver_stats {
   std::uint64_t connections_rejected = 0;  // over max_connections
   std::uint64_t framing_errors = 0;        // connections closed for breaking the framing
   std::uint64_t cut_at_close = 0;          // connections that ended inside a frame
+  std::uint64_t accept_failures = 0;       // accept() found no descriptor or memory; accepting
+                                           // then pauses 100 ms (the connection waits queued)
 };
 
 // What the message handler receives. `buffer` holds exactly the message (no count, no LF).
