@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <map>
@@ -182,19 +183,29 @@ class descriptor_limit_guard {
 TEST_CASE("tcp_receiver pauses accepting while out of descriptors, then accepts",
           "[tcp][concurrent]") {
   tcp_receiver rx;
-  tcp_client client(rx.local_port());  // queued by the kernel until accepted
+  // run() for a while: the queued connection keeps the listening socket readable, so a
+  // receiver that did not pause would fail accept() in a tight loop. The thread starts before
+  // the limit drops, and assertions run after it is back: sanitizer runtimes open files too.
+  std::atomic<bool> started{false};
+  std::thread runner([&] {
+    started = true;
+    rx.run([](tcp_frame&) {});
+  });
+  while (!started) std::this_thread::yield();
+  pmrkit::test::net::fd_guard client(::socket(AF_INET, SOCK_STREAM, 0));  // made while allowed
+  const sockaddr_in to = pmrkit::test::net::loopback(rx.local_port());
+  int connected;
   {
     descriptor_limit_guard no_more_descriptors;
-    // run() for a while: the queued connection keeps the listening socket readable, so a
-    // receiver that did not pause would fail accept() in a tight loop.
-    std::thread runner([&] { rx.run([](tcp_frame&) {}); });
+    // connect() needs no new descriptor here; the receiver's accept() would.
+    connected = ::connect(client.get(), reinterpret_cast<const sockaddr*>(&to), sizeof to);
     std::this_thread::sleep_for(300ms);
-    rx.stop();
-    runner.join();
-    CHECK(rx.stats().connections_accepted == 0);
-    CHECK(rx.stats().accept_failures >= 1);
-    CHECK(rx.stats().accept_failures <= 20);  // one per 100 ms pause, with room for a slow machine
   }
+  REQUIRE(connected == 0);
+  rx.stop();
+  runner.join();
+  CHECK(rx.stats().accept_failures >= 1);
+  CHECK(rx.stats().accept_failures <= 20);  // one per 100 ms pause, with room for a slow machine
   // Stopping is sticky, so a second receiver on a fresh pool shows the other half: once
   // descriptors are free again, a paused receiver accepts.
   tcp_receiver later;
@@ -204,6 +215,7 @@ TEST_CASE("tcp_receiver pauses accepting while out of descriptors, then accepts"
     later.poll_once(30ms, [](tcp_frame&) {});
   }
   REQUIRE(later.stats().accept_failures == 1);
+  REQUIRE(later.stats().connections_accepted == 0);
   REQUIRE(second.send("2 ok"));
   std::vector<std::string> got;
   poll_until([&] { return !got.empty(); },
