@@ -8,6 +8,10 @@
 
 #include <pmrkit/pmrkit.hpp>
 
+#ifdef PMRKIT_CONSUMER_ADAPTERS
+int run_adapters(std::pmr::memory_resource* resource);
+#endif
+
 int main() {
   int failures = 0;
   for (const auto& s : pmrkit::strategies()) {
@@ -28,6 +32,16 @@ int main() {
     first = b.data();
   }
   if (pool.acquire(1000).data() != first) ++failures;
+#ifdef PMRKIT_CONSUMER_ADAPTERS
+  {
+    pmrkit::counting_resource counted(std::pmr::new_delete_resource());
+    auto size_class = pmrkit::make_resource("size_class", &counted);
+    failures += run_adapters(size_class.get());
+    size_class.reset();
+    if (counted.stats().bytes_in_use != 0) ++failures;
+    std::printf("adapters (bson, zstd, protobuf) ok\n");
+  }
+#endif
   std::printf("%s\n", failures == 0 ? "consumer: all good" : "consumer: FAILED");
   return failures == 0 ? 0 : 1;
 }
