@@ -22,7 +22,9 @@ function(pmrkit_add_adapter name)
       $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>
     PRIVATE
       ${CMAKE_CURRENT_SOURCE_DIR}/src)
-  target_link_libraries(${target} PUBLIC pmrkit::pmrkit ${ARG_PUBLIC_LIBS})
+  # pmrkit_internal: the core's private helpers (src/), for building only.
+  target_link_libraries(${target} PUBLIC pmrkit::pmrkit ${ARG_PUBLIC_LIBS}
+                                  PRIVATE $<BUILD_INTERFACE:pmrkit_internal>)
   if(ARG_THIRD_PARTY)
     target_link_libraries(${target}
       PRIVATE $<BUILD_INTERFACE:${ARG_THIRD_PARTY}>

@@ -1,32 +1,11 @@
-// Little-endian loads and stores for the wire format. Callers have checked the bounds.
+// Little-endian loads and stores for the wire format (the core's, shared with the zstd adapter).
 #pragma once
 
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
+#include "byte_order.hpp"
 
 namespace pmrkit::bson::detail {
-
-inline std::uint32_t load_u32(const std::byte* p) noexcept {
-  unsigned char b[4];
-  std::memcpy(b, p, 4);
-  return static_cast<std::uint32_t>(b[0]) | static_cast<std::uint32_t>(b[1]) << 8 |
-         static_cast<std::uint32_t>(b[2]) << 16 | static_cast<std::uint32_t>(b[3]) << 24;
-}
-
-inline std::int32_t load_i32(const std::byte* p) noexcept {
-  return static_cast<std::int32_t>(load_u32(p));
-}
-
-inline void store_u32(std::byte* p, std::uint32_t v) noexcept {
-  const unsigned char b[4] = {static_cast<unsigned char>(v), static_cast<unsigned char>(v >> 8),
-                              static_cast<unsigned char>(v >> 16),
-                              static_cast<unsigned char>(v >> 24)};
-  std::memcpy(p, b, 4);
-}
-
-inline void store_i32(std::byte* p, std::int32_t v) noexcept {
-  store_u32(p, static_cast<std::uint32_t>(v));
-}
-
+using pmrkit::detail::load_i32;
+using pmrkit::detail::load_u32;
+using pmrkit::detail::store_i32;
+using pmrkit::detail::store_u32;
 }  // namespace pmrkit::bson::detail

@@ -11,27 +11,15 @@
 #include <cstring>
 #include <string>
 
+#include "byte_order.hpp"
+
 namespace pmrkit::zstd::detail {
 
 inline std::string error_name(std::size_t code) { return ZSTD_getErrorName(code); }
 
-inline std::uint32_t load_u32(const std::byte* p) noexcept {
-  unsigned char b[4];
-  std::memcpy(b, p, 4);
-  return static_cast<std::uint32_t>(b[0]) | static_cast<std::uint32_t>(b[1]) << 8 |
-         static_cast<std::uint32_t>(b[2]) << 16 | static_cast<std::uint32_t>(b[3]) << 24;
-}
-
-inline std::int32_t load_i32(const std::byte* p) noexcept {
-  return static_cast<std::int32_t>(load_u32(p));
-}
-
-inline void store_i32(std::byte* p, std::int32_t v) noexcept {
-  const auto u = static_cast<std::uint32_t>(v);
-  const unsigned char b[4] = {static_cast<unsigned char>(u), static_cast<unsigned char>(u >> 8),
-                              static_cast<unsigned char>(u >> 16),
-                              static_cast<unsigned char>(u >> 24)};
-  std::memcpy(p, b, 4);
-}
+// Wire fields of the OP_COMPRESSED header, little-endian (the core's helpers).
+using pmrkit::detail::load_i32;
+using pmrkit::detail::load_u32;
+using pmrkit::detail::store_i32;
 
 }  // namespace pmrkit::zstd::detail
