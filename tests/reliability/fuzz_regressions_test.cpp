@@ -45,13 +45,11 @@ TEST_CASE("fuzz regression: a huge declared octet count fails cleanly when memor
   CHECK(frames == 3);
 }
 
-// Known gap, reported: the same input shows that a peer can make the framer reserve a whole
-// declared frame (up to max_frame_size) with a ten-byte count, before sending any of it. With
-// the default 64 KiB limit that is bounded (64 KiB x max_connections); with a large limit it is
-// a cheap way to pin memory. Growing the partial frame as bytes arrive would bound it by what
-// was received. [!mayfail] keeps it visible without failing CI until it is decided.
+// The same input once made the framer reserve a whole declared frame (up to max_frame_size)
+// from a ten-byte count, before any of it arrived: a cheap way for a peer to pin memory. The
+// partial frame now grows with what was received.
 TEST_CASE("syslog_framer holds no more than it has received for a partial frame",
-          "[datagram][known_gap][!mayfail]") {
+          "[datagram]") {
   pmrkit::counting_resource memory(std::pmr::new_delete_resource());
   pmrkit::buffer_pool_options o;
   o.max_capacity = 64 << 20;

@@ -12,6 +12,8 @@ namespace {
 constexpr std::size_t largest_frame_limit = std::size_t{1} << 30;
 // Ten digits hold every count up to the 1 GiB limit; more can only be an attack or garbage.
 constexpr std::size_t max_count_digits = 10;
+// The first buffer of a frame that arrives in pieces; it grows as the rest comes in.
+constexpr std::size_t first_partial_bytes = 4096;
 
 bool is_digit(std::byte b) noexcept { return b >= std::byte{'0'} && b <= std::byte{'9'}; }
 bool is_separator(std::byte b) noexcept {
@@ -130,7 +132,10 @@ framing_error syslog_framer::feed(std::span<const std::byte> bytes,
             on_frame(frame);
             break;
           }
-          if (partial_.capacity() == 0) partial_ = pool_->acquire(length);
+          // Sized by what has arrived, not by what the count announces: a peer must not pin
+          // max_frame_size bytes with a ten-byte prefix. append() grows it through the pool.
+          if (partial_.capacity() == 0)
+            partial_ = pool_->acquire(std::min(length, std::max(available, first_partial_bytes)));
           const std::size_t take = std::min(length - partial_.size(), available);
           partial_.append(p, take);
           p += take;
