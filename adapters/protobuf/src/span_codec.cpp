@@ -267,7 +267,13 @@ bool span_parser::parse(std::span<const std::byte> bytes, function_ref<void(cons
     owner_add(parse_errors_);
     return false;
   }
-  byte_buffer block = pool_->acquire(arena_block_);
+  byte_buffer block;
+  try {
+    block = pool_->acquire(arena_block_);
+  } catch (const std::bad_alloc&) {
+    owner_add(allocation_failures_);  // so the account of datagrams still closes
+    throw;
+  }
   // ArenaOptions' block_alloc/block_dealloc are bare function pointers with no context, so
   // they cannot reach this parser's pool without global state. Instead the arena gets a block
   // from the pool as its initial block, which it never frees; only a span that outgrows it
@@ -299,6 +305,7 @@ std::optional<span> span_parser::parse_copy(std::span<const std::byte> bytes) {
 span_parser_stats span_parser::stats() const noexcept {
   return {.parsed = parsed_.load(std::memory_order_relaxed),
           .parse_errors = parse_errors_.load(std::memory_order_relaxed),
+          .allocation_failures = allocation_failures_.load(std::memory_order_relaxed),
           .arena_overflows = arena_overflows_.load(std::memory_order_relaxed),
           .arena_block = arena_block_published_.load(std::memory_order_relaxed)};
 }
