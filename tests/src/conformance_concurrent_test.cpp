@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "conformance.hpp"
+#include "sanitizers.hpp"
 #include "test_resources.hpp"
 
 namespace {
@@ -48,6 +49,9 @@ TEST_CASE("thread-safe strategies: concurrent allocate/free with cross-thread fr
   const std::string name = GENERATE(from_range(pmrkit::test::all_strategy_names()));
   CAPTURE(name);
   if (!pmrkit::test::entry_of(name).thread_safe) return;
+  // mimalloc is loaded uninstrumented: ThreadSanitizer cannot see the synchronisation inside
+  // it and reports its cross-thread reuse of a block as a race on the block's bytes.
+  if (pmrkit::test::under_thread_sanitizer && name.rfind("mimalloc", 0) == 0) return;
   pmrkit::test::tracking_upstream upstream;
   std::atomic<int> corrupted{0};
   {
