@@ -3,15 +3,14 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <cstdint>
-#include <deque>
 #include <latch>
-#include <mutex>
 #include <random>
 #include <thread>
 #include <vector>
 
 #include "pmrkit/checked_resource.hpp"
 #include "pmrkit/counting_resource.hpp"
+#include "block_mailbox.hpp"
 #include "test_resources.hpp"
 
 using pmrkit::allocation_error;
@@ -28,30 +27,8 @@ checked_options throwing() {
   return o;
 }
 
-struct handed_block {
-  void* p;
-  std::size_t bytes;
-  std::uint64_t seed;
-};
-
-class mailbox {
- public:
-  void put(handed_block b) {
-    const std::lock_guard guard(lock_);
-    blocks_.push_back(b);
-  }
-  bool take(handed_block& out) {
-    const std::lock_guard guard(lock_);
-    if (blocks_.empty()) return false;
-    out = blocks_.front();
-    blocks_.pop_front();
-    return true;
-  }
-
- private:
-  std::mutex lock_;
-  std::deque<handed_block> blocks_;
-};
+using pmrkit::test::block_mailbox;
+using pmrkit::test::handed_block;
 
 }  // namespace
 
@@ -62,7 +39,7 @@ TEST_CASE("checked: threads allocating and freeing each other's blocks", "[check
   {
     checked_resource r(throwing(), &upstream);
     constexpr int threads = 4;
-    std::vector<mailbox> boxes(threads);
+    std::vector<block_mailbox> boxes(threads);
     std::vector<std::thread> workers;
     for (int t = 0; t < threads; ++t)
       workers.emplace_back([&, t] {

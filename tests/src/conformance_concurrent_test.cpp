@@ -2,47 +2,17 @@
 // threads that also free each other's blocks.
 #include <atomic>
 #include <catch2/catch.hpp>
-#include <condition_variable>
-#include <deque>
-#include <mutex>
 #include <random>
 #include <thread>
 #include <vector>
 
+#include "block_mailbox.hpp"
 #include "conformance.hpp"
 #include "sanitizers.hpp"
 #include "test_resources.hpp"
 
-namespace {
-
-struct handed_block {
-  void* p;
-  std::size_t bytes;
-  std::uint64_t seed;
-};
-
-// A small blocking hand-off between threads, so blocks are freed by a thread that did not
-// allocate them.
-class mailbox {
- public:
-  void put(handed_block b) {
-    const std::lock_guard guard(lock_);
-    blocks_.push_back(b);
-  }
-  bool take(handed_block& out) {
-    const std::lock_guard guard(lock_);
-    if (blocks_.empty()) return false;
-    out = blocks_.front();
-    blocks_.pop_front();
-    return true;
-  }
-
- private:
-  std::mutex lock_;
-  std::deque<handed_block> blocks_;
-};
-
-}  // namespace
+using pmrkit::test::block_mailbox;
+using pmrkit::test::handed_block;
 
 TEST_CASE("thread-safe strategies: concurrent allocate/free with cross-thread frees",
           "[conformance][concurrent]") {
@@ -57,7 +27,7 @@ TEST_CASE("thread-safe strategies: concurrent allocate/free with cross-thread fr
   {
     auto r = pmrkit::make_resource(name, &upstream);
     constexpr int threads = 4;
-    std::vector<mailbox> boxes(threads);
+    std::vector<block_mailbox> boxes(threads);
     std::vector<std::thread> workers;
     for (int t = 0; t < threads; ++t) {
       workers.emplace_back([&, t] {
