@@ -18,6 +18,7 @@
 #include "conformance.hpp"
 #include "pmrkit/counting_resource.hpp"
 #include "pmrkit/registry.hpp"
+#include "sanitizers.hpp"
 #include "test_resources.hpp"
 
 using pmrkit::size_class_options;
@@ -361,6 +362,13 @@ class misaligning_resource final : public std::pmr::memory_resource {
 
 TEMPLATE_TEST_CASE("size_class: an upstream that ignores alignment is reported",
                    "[size_class]", size_class_resource, size_class_unsync_resource) {
+  // The upstream breaks memory_resource's contract on purpose. UBSan, which our ASan pass
+  // always includes, checks the alignment that allocate() promises and stops the test at the
+  // call, before the resource can report the violation itself.
+  if (pmrkit::test::under_address_sanitizer) {
+    WARN("skipped under AddressSanitizer+UBSan: the deliberate contract violation is UB there");
+    return;
+  }
   misaligning_resource upstream;
   TestType r({}, &upstream);
   CHECK_THROWS_WITH(r.allocate(64, 16), Catch::Contains("not aligned"));
