@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "bench_support.hpp"
+#include "loopback.hpp"
 #include "pmrkit/buffer_pool.hpp"
 #include "pmrkit/byte_buffer.hpp"
 #include "pmrkit/datagram/syslog_framer.hpp"
@@ -105,13 +106,8 @@ struct sink {
 // Sends from a connected socket with one sendmmsg per 64 datagrams; allocates nothing per call.
 class udp_blaster {
  public:
-  explicit udp_blaster(std::uint16_t port) : fd_(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) {
-    sockaddr_in to{};
-    to.sin_family = AF_INET;
-    to.sin_port = htons(port);
-    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd_ < 0 || ::connect(fd_, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0)
-      throw std::runtime_error("udp_blaster: cannot connect to the receiver");
+  explicit udp_blaster(std::uint16_t port)
+      : fd_(connect_loopback(SOCK_DGRAM, port, "udp_blaster")) {
     for (std::size_t i = 0; i < headers_.size(); ++i) {
       vectors_[i] = {const_cast<char*>(syslog_line.data()), syslog_line.size()};
       headers_[i] = {};
@@ -253,13 +249,8 @@ std::size_t tcp_frame_bytes() { return tcp_round_bytes().size() / messages_per_r
 
 class tcp_writer {
  public:
-  explicit tcp_writer(std::uint16_t port) : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
-    sockaddr_in to{};
-    to.sin_family = AF_INET;
-    to.sin_port = htons(port);
-    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd_ < 0 || ::connect(fd_, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0)
-      throw std::runtime_error("tcp_writer: cannot connect to the receiver");
+  explicit tcp_writer(std::uint16_t port)
+      : fd_(connect_loopback(SOCK_STREAM, port, "tcp_writer")) {
     const int on = 1;
     ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
     timeval timeout{2, 0};  // a stalled receiver fails the send instead of hanging it

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "bench_support.hpp"
+#include "loopback.hpp"
 #include "pmrkit/buffer_pool.hpp"
 #include "pmrkit/byte_buffer.hpp"
 #include "pmrkit/protobuf/span.hpp"
@@ -86,14 +87,8 @@ class discard_socket {
 // sendmmsg from a connected socket, as span_sender::flush does, for fresh and limit.
 class batch_sender {
  public:
-  explicit batch_sender(std::uint16_t port) : fd_(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) {
-    sockaddr_in to{};
-    to.sin_family = AF_INET;
-    to.sin_port = htons(port);
-    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd_ < 0 || ::connect(fd_, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0)
-      throw std::runtime_error("batch_sender: cannot connect");
-  }
+  explicit batch_sender(std::uint16_t port)
+      : fd_(connect_loopback(SOCK_DGRAM, port, "batch_sender")) {}
   ~batch_sender() { ::close(fd_); }
   batch_sender(const batch_sender&) = delete;
   batch_sender& operator=(const batch_sender&) = delete;
