@@ -5,7 +5,7 @@
 //   AllocBatch        100 x allocate(64), then 100 frees in allocation order; one op = the batch
 //   AllocMixed        a live set of 1000 blocks; each op frees a random one and allocates a
 //                     random size in 8..4096 in its place
-//   AllocMixedShared  AllocMixed on one resource shared by 1 or 2 threads; every 4th block is
+//   AllocMixedShared  AllocMixed on one resource shared by 1 or 2 threads; every 16th block is
 //                     swapped through a shared mailbox, so the other thread frees it
 //                     (cross-thread frees); threads:2 only for thread-safe strategies
 #include <array>
@@ -135,7 +135,12 @@ struct shared_run {
   std::atomic<int> prefilled{0};
   std::atomic<int> finished{0};
   static constexpr std::size_t mailbox_slots = 256;
-  std::array<std::atomic<std::uint64_t>, mailbox_slots> mailbox{};  // pointer << 16 | size
+  // One cache line per slot: packed slots made the threads fight over lines they did not
+  // share any block through, and the harness, not the allocator, set the two-thread speed.
+  struct alignas(64) slot {
+    std::atomic<std::uint64_t> block{0};  // pointer << 16 | size
+  };
+  std::array<slot, mailbox_slots> mailbox{};
 };
 
 std::uint64_t pack(void* p, std::uint32_t size) {
@@ -178,9 +183,9 @@ void alloc_mixed_shared(benchmark::State& state, const std::string& spec) {
     live_block& b = live[st.slot];
     r->deallocate(b.p, b.size, 8);
     live_block fresh{r->allocate(st.size, 8), st.size};
-    if ((at & 3) == 0) {
+    if ((at & 15) == 0) {
       // Hand this block to whichever thread next visits the slot; free what was there.
-      const std::uint64_t old = run.mailbox[at % shared_run::mailbox_slots].exchange(
+      const std::uint64_t old = run.mailbox[at % shared_run::mailbox_slots].block.exchange(
           pack(fresh.p, fresh.size), std::memory_order_acq_rel);
       fresh = old ? unpack(old) : live_block{r->allocate(st.size, 8), st.size};
     }
@@ -193,7 +198,7 @@ void alloc_mixed_shared(benchmark::State& state, const std::string& spec) {
   // The timing loop ends with a barrier: no thread touches the mailbox any more.
   for (std::size_t i = static_cast<std::size_t>(me); i < shared_run::mailbox_slots;
        i += static_cast<std::size_t>(threads)) {
-    if (const std::uint64_t v = run.mailbox[i].exchange(0)) {
+    if (const std::uint64_t v = run.mailbox[i].block.exchange(0)) {
       const live_block b = unpack(v);
       r->deallocate(b.p, b.size, 8);
     }
