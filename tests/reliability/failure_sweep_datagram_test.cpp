@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "loopback.hpp"
+#include "loopback_sockets.hpp"
 #include "pmrkit/buffer_pool.hpp"
 #include "pmrkit/datagram/syslog_framer.hpp"
 #include "pmrkit/datagram/tcp_receiver.hpp"
@@ -90,11 +90,11 @@ udp_subject make_udp(std::pmr::memory_resource& memory) {
   o.max_datagram_size = udp_max;
   o.batch_size = 8;
   s.receiver = std::make_unique<dg::udp_receiver>(o, &memory);
-  pmrkit::test::udp_sender sender(s.receiver->local_port());
+  pmrkit::test::net::udp_sender sender(s.receiver->local_port());
   for (int seq = 0; seq < udp_datagrams; ++seq) {
     std::vector<std::byte> d(udp_size(seq), static_cast<std::byte>(seq));
     std::memcpy(d.data(), &seq, sizeof seq);
-    sender.send(d);
+    if (!sender.send(d)) throw std::runtime_error("sendto the receiver failed");
   }
   return s;
 }
@@ -140,7 +140,7 @@ constexpr int tcp_messages = 30;
 
 struct tcp_subject {
   std::unique_ptr<dg::tcp_receiver> receiver;
-  std::unique_ptr<pmrkit::test::tcp_client> client;
+  std::unique_ptr<pmrkit::test::net::tcp_client> client;
   std::vector<std::string> frames;
 };
 
@@ -203,8 +203,8 @@ TEST_CASE("failure sweep: TCP receiver framing a stream", "[failure_sweep][datag
       [&](std::pmr::memory_resource& memory) {
         tcp_subject s;
         s.receiver = std::make_unique<dg::tcp_receiver>(tcp_options(), &memory);
-        s.client = std::make_unique<pmrkit::test::tcp_client>(s.receiver->local_port());
-        s.client->send(stream);
+        s.client = std::make_unique<pmrkit::test::net::tcp_client>(s.receiver->local_port());
+        if (!s.client->send(stream)) throw std::runtime_error("tcp send to the receiver failed");
         return s;
       },
       [](tcp_subject& s) { tcp_receive(s, tcp_messages); },
@@ -214,8 +214,8 @@ TEST_CASE("failure sweep: TCP receiver framing a stream", "[failure_sweep][datag
         for (std::size_t i = 0; i < s.frames.size(); ++i)
           if (s.frames[i] != message_text(static_cast<int>(i))) throw std::logic_error("bad frame");
         const std::size_t before = s.frames.size();
-        pmrkit::test::tcp_client again(s.receiver->local_port());
-        again.send(syslog_stream(100, 3));
+        pmrkit::test::net::tcp_client again(s.receiver->local_port());
+        if (!again.send(syslog_stream(100, 3))) throw std::runtime_error("tcp send failed");
         tcp_receive(s, before + 3);
         if (s.frames.back() != message_text(102)) throw std::logic_error("bad frame after failure");
       });

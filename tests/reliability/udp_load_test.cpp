@@ -23,12 +23,13 @@
 #include <mutex>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "load_config.hpp"
-#include "loopback.hpp"
+#include "loopback_sockets.hpp"
 #include "pmrkit/counting_resource.hpp"
 #include "pmrkit/datagram/udp_receiver.hpp"
 #include "udp_load_payload.hpp"
@@ -171,7 +172,7 @@ TEST_CASE("UDP load: every datagram sent is delivered, truncated or dropped by t
     REQUIRE(report.has_value());
 
     // Close the account: probe until delivered + truncated + drops == sent (probes included).
-    pmrkit::test::udp_sender prober(receiver.local_port());
+    pmrkit::test::net::udp_sender prober(receiver.local_port());
     const auto balanced = [&] {
       stats = receiver.stats();
       return stats.received + stats.truncated + stats.kernel_drops == report->sent + probes_sent;
@@ -181,7 +182,7 @@ TEST_CASE("UDP load: every datagram sent is delivered, truncated or dropped by t
       std::vector<std::byte> probe(64);
       load::fill(probe, probe_base + probes_sent);
       const std::uint64_t before = probes_seen.load(std::memory_order_acquire);
-      prober.send(probe);
+      if (!prober.send(probe)) throw std::runtime_error("sending a probe datagram failed");
       ++probes_sent;
       const auto wait_until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
       while (probes_seen.load(std::memory_order_acquire) == before &&
