@@ -38,12 +38,18 @@ std::string to_hex(std::span<const std::byte> bytes) {
   return out;
 }
 
-// The encoded bytes of a document filled by `fill`.
+// The encoded bytes of a document filled by `fill`, after checking they are well-formed by
+// pmrkit's reader and by libbson's.
 std::string encoded_hex(const std::function<void(document&)>& fill) {
   document d;
   fill(d);
   CHECK(d.size() == d.bytes().size());  // the size kept while appending is the real one
   CHECK_NOTHROW(pmrkit::bson::validate_document(d.bytes()));
+  bson_t view;
+  REQUIRE(bson_init_static(&view, reinterpret_cast<const std::uint8_t*>(d.bytes().data()),
+                           d.bytes().size()));
+  size_t offset = 0;
+  CHECK(bson_validate(&view, BSON_VALIDATE_UTF8, &offset));
   return to_hex(d.bytes());
 }
 
@@ -152,6 +158,11 @@ std::string refusal(document& d, const std::function<void(document&)>& write) {
 }
 
 }  // namespace
+
+TEST_CASE("every case compared with pymongo is well-formed for pmrkit and libbson",
+          "[bson][value_types]") {
+  CHECK(pmrkit_cases().size() == 29);  // encoded_hex checks each
+}
 
 #if PMRKIT_TEST_HAVE_PYMONGO
 TEST_CASE("each value type is encoded byte for byte as pymongo encodes it",
