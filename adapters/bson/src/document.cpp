@@ -2,6 +2,7 @@
 
 #include <bson/bson.h>
 
+#include <array>
 #include <charconv>
 #include <climits>
 #include <cstdio>
@@ -190,15 +191,71 @@ using impl_allocator = std::pmr::polymorphic_allocator<std::byte>;
   throw std::logic_error("pmrkit::bson::document: used after being moved from");
 }
 
-}  // namespace
-
-object_id object_id::generate() {
-  bson_oid_t oid;
-  bson_oid_init(&oid, nullptr);  // libbson's default context: thread-safe
-  object_id id;
-  std::memcpy(id.bytes.data(), oid.bytes, sizeof oid.bytes);
-  return id;
+// Makes `view` a read-only libbson view of an already-encoded document or array from the
+// caller, after checking its structure (libbson trusts the bytes it is given). `call` names the
+// caller in the message. An out-parameter because a static bson_t points into itself and must
+// not be copied.
+void init_checked_view(bson_t& view, std::span<const std::byte> encoded, const char* call) {
+  try {
+    validate_document(encoded);
+  } catch (const wire_format_error& e) {
+    throw std::invalid_argument(std::string("pmrkit::bson::document::") + call + ": " + e.what());
+  }
+  if (!bson_init_static(&view, reinterpret_cast<const std::uint8_t*>(encoded.data()),
+                        encoded.size())) {
+    throw std::invalid_argument(std::string("pmrkit::bson::document::") + call +
+                                ": libbson refused the document");
+  }
 }
+
+// Throws unless the keys of `array` (a checked view) are "0", "1", ... in order.
+void check_array_keys(const bson_t& array) {
+  bson_iter_t it;
+  if (!bson_iter_init(&it, &array)) return;  // cannot happen for a checked view
+  std::uint32_t index = 0;
+  char expected[12];
+  while (bson_iter_next(&it)) {
+    const auto r = std::to_chars(expected, expected + sizeof expected, index);
+    const std::string_view want(expected, static_cast<std::size_t>(r.ptr - expected));
+    const std::string_view key(bson_iter_key(&it), bson_iter_key_len(&it));
+    if (key != want) {
+      throw std::invalid_argument("pmrkit::bson::document::append_array: element " +
+                                  std::to_string(index) + " has key \"" + std::string(key) +
+                                  "\": an array's keys must be its indexes \"0\", \"1\", ... "
+                                  "in order (append it with append_document if it is a "
+                                  "document)");
+    }
+    ++index;
+  }
+}
+
+// The options of a regular expression as BSON stores them: each letter once, in this order.
+constexpr std::string_view regex_option_letters = "ilmsux";
+
+// `options` checked, deduplicated and sorted, NUL-terminated for libbson.
+std::array<char, regex_option_letters.size() + 1> sorted_regex_options(std::string_view options) {
+  for (std::size_t i = 0; i < options.size(); ++i) {
+    if (regex_option_letters.find(options[i]) == std::string_view::npos) {
+      const auto byte = static_cast<unsigned char>(options[i]);
+      char shown[64];
+      if (byte > 0x20 && byte < 0x7F) {
+        std::snprintf(shown, sizeof shown, "'%c' at position %zu", options[i], i);
+      } else {
+        std::snprintf(shown, sizeof shown, "byte 0x%02X at position %zu", byte, i);
+      }
+      throw std::invalid_argument(std::string("pmrkit::bson::document::append_regex: options "
+                                              "may only be the letters i, l, m, s, u, x; got ") +
+                                  shown);
+    }
+  }
+  std::array<char, regex_option_letters.size() + 1> sorted{};
+  std::size_t n = 0;
+  for (const char letter : regex_option_letters)
+    if (options.find(letter) != std::string_view::npos) sorted[n++] = letter;
+  return sorted;
+}
+
+}  // namespace
 
 document::document(std::pmr::memory_resource* resource, std::size_t initial_capacity)
     : resource_(resource) {
@@ -316,22 +373,90 @@ document& document::append_binary(std::string_view key, std::span<const std::byt
   return *this;
 }
 
+document& document::append_decimal128(std::string_view key, const decimal128& value) {
+  if (!impl_) moved_from();
+  bson_decimal128_t dec;
+  dec.high = value.high;
+  dec.low = value.low;
+  impl_->append(key, 16, [&](bson_t* b, const char* k, int n) {
+    return bson_append_decimal128(b, k, n, &dec);
+  });
+  return *this;
+}
+
+document& document::append_regex(std::string_view key, std::string_view pattern,
+                                 std::string_view options) {
+  if (!impl_) moved_from();
+  if (pattern.find('\0') != std::string_view::npos) {
+    throw std::invalid_argument("pmrkit::bson::document::append_regex: the pattern contains NUL, "
+                                "which BSON cannot store (a pattern is a C string)");
+  }
+  const auto sorted = sorted_regex_options(options);
+  const std::size_t options_bytes = std::char_traits<char>::length(sorted.data()) + 1;
+  impl_->append(key, value_size(impl_->used, pattern.size(), options_bytes + 1),
+                [&](bson_t* b, const char* k, int n) {
+                  return bson_append_regex_w_len(b, k, n, pattern.data(),
+                                                 static_cast<int>(pattern.size()), sorted.data());
+                });
+  return *this;
+}
+
+document& document::append_timestamp(std::string_view key, const timestamp& value) {
+  if (!impl_) moved_from();
+  impl_->append(key, 8, [&](bson_t* b, const char* k, int n) {
+    return bson_append_timestamp(b, k, n, value.seconds, value.increment);
+  });
+  return *this;
+}
+
+document& document::append_min_key(std::string_view key) {
+  if (!impl_) moved_from();
+  impl_->append(key, 0, [&](bson_t* b, const char* k, int n) { return bson_append_minkey(b, k, n); });
+  return *this;
+}
+
+document& document::append_max_key(std::string_view key) {
+  if (!impl_) moved_from();
+  impl_->append(key, 0, [&](bson_t* b, const char* k, int n) { return bson_append_maxkey(b, k, n); });
+  return *this;
+}
+
+document& document::append_code(std::string_view key, std::string_view javascript) {
+  if (!impl_) moved_from();
+  // libbson's bson_append_code takes a C string only (no length: no NUL inside, and a
+  // string_view is not terminated). Code is laid out exactly like a string, so it is written as
+  // one, with its length, and its type byte changed afterwards.
+  impl_->append(key, value_size(impl_->used, javascript.size(), 4 + 1),
+                [&](bson_t* b, const char* k, int n) {
+                  const std::uint32_t type_at = b->len - 1;  // where the terminator was
+                  if (!bson_append_utf8(b, k, n, javascript.data(),
+                                        static_cast<int>(javascript.size()))) {
+                    return false;
+                  }
+                  // The buffer is this document's own (libbson hands it out read-only).
+                  const_cast<std::uint8_t*>(bson_get_data(b))[type_at] = BSON_TYPE_CODE;
+                  return true;
+                });
+  return *this;
+}
+
 document& document::append_document(std::string_view key, std::span<const std::byte> encoded) {
   if (!impl_) moved_from();
-  try {
-    validate_document(encoded);
-  } catch (const wire_format_error& e) {
-    throw std::invalid_argument(std::string("pmrkit::bson::document::append_document: ") +
-                                e.what());
-  }
   bson_t nested;
-  if (!bson_init_static(&nested, reinterpret_cast<const std::uint8_t*>(encoded.data()),
-                        encoded.size())) {
-    throw std::invalid_argument("pmrkit::bson::document::append_document: libbson refused the "
-                                "document");
-  }
+  init_checked_view(nested, encoded, "append_document");
   impl_->append(key, encoded.size(), [&](bson_t* b, const char* k, int n) {
     return bson_append_document(b, k, n, &nested);
+  });
+  return *this;
+}
+
+document& document::append_array(std::string_view key, std::span<const std::byte> encoded) {
+  if (!impl_) moved_from();
+  bson_t array;
+  init_checked_view(array, encoded, "append_array");
+  check_array_keys(array);
+  impl_->append(key, encoded.size(), [&](bson_t* b, const char* k, int n) {
+    return bson_append_array(b, k, n, &array);
   });
   return *this;
 }

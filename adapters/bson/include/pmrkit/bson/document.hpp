@@ -11,25 +11,20 @@
 // inside an array, whose keys are the indexes "0", "1", ...; std::logic_error for a nesting
 // mistake). Not thread-safe: one thread at a time. Move-only (a moved-from document may only be
 // destroyed or assigned to); the resource must outlive it.
+//
+// docs/adapters/bson.md tables which call writes which BSON type. A value a call's comment says
+// it refuses throws std::invalid_argument, also leaving the document as it was.
 #pragma once
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory_resource>
 #include <span>
 #include <string_view>
 
-namespace pmrkit::bson {
+#include "pmrkit/bson/value_types.hpp"
 
-// A 12-byte ObjectId.
-struct object_id {
-  std::array<std::byte, 12> bytes{};
-  // A new id from libbson's process-wide generator (time, random per process, counter);
-  // thread-safe.
-  static object_id generate();
-  friend bool operator==(const object_id&, const object_id&) = default;
-};
+namespace pmrkit::bson {
 
 class document {
  public:
@@ -56,8 +51,24 @@ class document {
   document& append_object_id(std::string_view key, const object_id& id);
   document& append_binary(std::string_view key, std::span<const std::byte> bytes,
                           std::uint8_t subtype = 0);
+  document& append_decimal128(std::string_view key, const decimal128& value);
+  // A regular expression: `pattern` may not contain NUL (std::invalid_argument); `options` is
+  // any of the letters i, l, m, s, u, x (anything else throws), written sorted and once each,
+  // as libbson and pymongo write them ("xi" is written "ix").
+  document& append_regex(std::string_view key, std::string_view pattern,
+                         std::string_view options = {});
+  document& append_timestamp(std::string_view key, const timestamp& value);
+  document& append_min_key(std::string_view key);
+  document& append_max_key(std::string_view key);
+  // JavaScript code (BSON type 0x0D, without scope): any bytes, like append_utf8.
+  document& append_code(std::string_view key, std::string_view javascript);
   // An already-encoded document as a nested document (checked like validate_document()).
   document& append_document(std::string_view key, std::span<const std::byte> encoded);
+  // An already-encoded array (BSON's array is a document whose keys are the indexes): checked
+  // like validate_document(), and its own keys must be "0", "1", ... in order
+  // (std::invalid_argument otherwise; the keys of documents and arrays nested inside it are
+  // not checked).
+  document& append_array(std::string_view key, std::span<const std::byte> encoded);
 
   document& begin_document(std::string_view key);
   document& begin_array(std::string_view key);
