@@ -16,10 +16,10 @@ namespace {
 
 std::string compressor_name(std::uint8_t id) {
   switch (id) {
-    case 0: return "0 (noop)";
-    case 1: return "1 (snappy)";
-    case 2: return "2 (zlib)";
-    case 3: return "3 (zstd)";
+    case compressor_id_noop: return "0 (noop)";
+    case compressor_id_snappy: return "1 (snappy)";
+    case compressor_id_zlib: return "2 (zlib)";
+    case compressor_id_zstd: return "3 (zstd)";
     default: return std::to_string(id);
   }
 }
