@@ -22,9 +22,8 @@ function(pmrkit_add_adapter name)
       $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>
     PRIVATE
       ${CMAKE_CURRENT_SOURCE_DIR}/src)
-  # pmrkit_internal: the core's private helpers (src/), for building only.
-  target_link_libraries(${target} PUBLIC pmrkit::pmrkit ${ARG_PUBLIC_LIBS}
-                                  PRIVATE $<BUILD_INTERFACE:pmrkit_internal>)
+  # Only the core's public headers: an adapter is built the way a user's code would be.
+  target_link_libraries(${target} PUBLIC pmrkit::pmrkit ${ARG_PUBLIC_LIBS})
   if(ARG_THIRD_PARTY)
     target_link_libraries(${target}
       PRIVATE $<BUILD_INTERFACE:${ARG_THIRD_PARTY}>

@@ -9,6 +9,7 @@
 #include "pmrkit/byte_buffer.hpp"
 #include "pmrkit/checked_resource.hpp"
 #include "pmrkit/counting_resource.hpp"
+#include "pmrkit/function_ref.hpp"
 #include "pmrkit/mimalloc_resource.hpp"
 #include "pmrkit/registry.hpp"
 #include "pmrkit/size_class_resource.hpp"

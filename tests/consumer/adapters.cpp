@@ -22,9 +22,11 @@ int run_adapters(std::pmr::memory_resource* resource) {
   pmrkit::zstd::compressor compressor(resource);
   pmrkit::zstd::decompressor inflate(resource);
   pmrkit::byte_buffer compressed = pool.acquire();
-  pmrkit::zstd::wrap_op_compressed(wire.span(), compressor, compressed);
+  pmrkit::bson::wrap_op_compressed(wire.span(), pmrkit::bson::compressor_id_zstd, compressor,
+                                   compressed);
   pmrkit::byte_buffer original = pool.acquire();
-  pmrkit::zstd::unwrap_op_compressed(compressed.span(), inflate, original);
+  pmrkit::bson::unwrap_op_compressed(compressed.span(), pmrkit::bson::compressor_id_zstd, inflate,
+                                     original);
   const auto view = pmrkit::bson::parse_op_msg(original.span());
   bool found = false;
   const auto documents = view.find_sequence("documents", &found);

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <string>
 
-#include "little_endian.hpp"
+#include "byte_order.hpp"
 #include "pmrkit/bson/op_msg_reader.hpp"
 
 namespace pmrkit::bson {

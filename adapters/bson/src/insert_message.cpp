@@ -5,7 +5,7 @@
 #include <string>
 #include <utility>
 
-#include "little_endian.hpp"
+#include "byte_order.hpp"
 #include "pmrkit/bson/document.hpp"
 #include "pmrkit/bson/op_msg_reader.hpp"
 

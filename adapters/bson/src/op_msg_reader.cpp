@@ -3,7 +3,7 @@
 #include <string>
 
 #include "bson_structure.hpp"
-#include "little_endian.hpp"
+#include "byte_order.hpp"
 
 namespace pmrkit::bson {
 namespace {

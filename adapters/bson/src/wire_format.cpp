@@ -3,7 +3,7 @@
 #include <array>
 #include <string>
 
-#include "little_endian.hpp"
+#include "byte_order.hpp"
 
 namespace pmrkit::bson {
 namespace {

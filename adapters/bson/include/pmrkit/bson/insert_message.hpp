@@ -41,11 +41,6 @@ struct insert_options {
   bool validate_documents = true;
 };
 
-class message_too_large : public std::length_error {
- public:
-  using std::length_error::length_error;
-};
-
 class insert_message {
  public:
   // Clears `buffer` (keeping its storage) and writes the header, the body and the start of the

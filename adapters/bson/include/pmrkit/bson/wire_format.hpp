@@ -1,7 +1,9 @@
 // pmrkit/bson/wire_format.hpp — the MongoDB wire protocol's message header and its limits.
 //
 // Every MongoDB message starts with a 16-byte little-endian header; OP_MSG (2013) carries
-// commands and OP_COMPRESSED (2012) wraps another message. This header has no libbson in it and
+// commands and OP_COMPRESSED (2012) wraps another message. This is the one place pmrkit knows
+// the header: the OP_MSG writer (insert_message.hpp) and reader (op_msg_reader.hpp) and the
+// OP_COMPRESSED framing (op_compressed.hpp) all build on it. This header has no libbson in it and
 // holds no state: the functions are pure and safe to call from any thread. Spans are borrowed.
 #pragma once
 
@@ -38,6 +40,13 @@ struct message_header {
 class wire_format_error : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+
+// A message, or a document in one, larger than the configured maximum: insert_message refuses
+// it (leaving the message as it was), OP_COMPRESSED refuses to produce or accept it.
+class message_too_large : public std::length_error {
+ public:
+  using std::length_error::length_error;
 };
 
 // Reads the header at the start of `prefix` (at least 16 bytes) and checks that messageLength

@@ -28,7 +28,7 @@
 
 #include "pmrkit/buffer_pool.hpp"
 #include "pmrkit/byte_buffer.hpp"
-#include "pmrkit/datagram/function_ref.hpp"
+#include "pmrkit/function_ref.hpp"
 
 namespace pmrkit::datagram {
 

@@ -31,7 +31,7 @@
 
 #include "pmrkit/buffer_pool.hpp"
 #include "pmrkit/byte_buffer.hpp"
-#include "pmrkit/datagram/function_ref.hpp"
+#include "pmrkit/function_ref.hpp"
 #include "pmrkit/datagram/peer_address.hpp"
 #include "pmrkit/datagram/syslog_framer.hpp"
 

@@ -30,7 +30,7 @@
 
 #include "pmrkit/buffer_pool.hpp"
 #include "pmrkit/byte_buffer.hpp"
-#include "pmrkit/datagram/function_ref.hpp"
+#include "pmrkit/function_ref.hpp"
 #include "pmrkit/datagram/peer_address.hpp"
 #include "pmrkit/datagram/udp_socket.hpp"
 

@@ -27,7 +27,7 @@
 
 #include "pmrkit/buffer_pool.hpp"
 #include "pmrkit/byte_buffer.hpp"
-#include "pmrkit/datagram/function_ref.hpp"
+#include "pmrkit/function_ref.hpp"
 #include "pmrkit/protobuf/span.hpp"
 
 // The generated message types, declared only: their header stays private to the adapter.
@@ -37,8 +37,6 @@ class SSFSample;
 }  // namespace pmrkit::ssf
 
 namespace pmrkit::protobuf {
-
-using datagram::function_ref;
 
 // The largest payload of one UDP datagram over IPv4: a span that serializes to more cannot
 // be sent (span_sender counts and drops it).

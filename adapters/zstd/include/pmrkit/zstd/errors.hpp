@@ -27,17 +27,4 @@ class output_limit_exceeded : public error {
   using error::error;
 };
 
-// An OP_COMPRESSED message whose framing is wrong (lengths, opcodes, compressor id), or whose
-// decompressed size disagrees with its uncompressedSize field.
-class malformed_message : public error {
- public:
-  using error::error;
-};
-
-// A message larger than the configured maximum message size.
-class message_too_large : public error {
- public:
-  using error::error;
-};
-
 }  // namespace pmrkit::zstd

@@ -1,13 +1,13 @@
 // Internal: little-endian loads and stores of 32-bit wire fields (MongoDB's wire protocol and
-// BSON are little-endian whatever the host). Shared by the bson and zstd adapters, which read
-// the same message header. Callers have checked the bounds.
+// BSON are little-endian whatever the host), for the message header, OP_MSG, OP_COMPRESSED and
+// the BSON walk. Callers have checked the bounds.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 
-namespace pmrkit::detail {
+namespace pmrkit::bson::detail {
 
 inline std::uint32_t load_u32(const std::byte* p) noexcept {
   unsigned char b[4];
@@ -31,4 +31,4 @@ inline void store_i32(std::byte* p, std::int32_t v) noexcept {
   store_u32(p, static_cast<std::uint32_t>(v));
 }
 
-}  // namespace pmrkit::detail
+}  // namespace pmrkit::bson::detail

@@ -1,26 +1,25 @@
-#include "pmrkit/zstd/op_compressed.hpp"
+#include "pmrkit/bson/op_compressed.hpp"
 
 #include <climits>
+#include <cstring>
+#include <stdexcept>
 #include <string>
 
-#include "pmrkit/zstd/errors.hpp"
-#include "zstd_support.hpp"
+#include "byte_order.hpp"
 
-namespace pmrkit::zstd {
+namespace pmrkit::bson {
 namespace {
 
-constexpr std::size_t header_size = 16;
-
 [[noreturn]] void malformed(const std::string& message) {
-  throw malformed_message("OP_COMPRESSED: " + message);
+  throw wire_format_error("OP_COMPRESSED: " + message);
 }
 
 std::string compressor_name(std::uint8_t id) {
   switch (id) {
-    case 0: return "0 (noop)";
-    case 1: return "1 (snappy)";
-    case 2: return "2 (zlib)";
-    case 3: return "3 (zstd)";
+    case compressor_id_noop: return "0 (noop)";
+    case compressor_id_snappy: return "1 (snappy)";
+    case compressor_id_zlib: return "2 (zlib)";
+    case compressor_id_zstd: return "3 (zstd)";
     default: return std::to_string(id);
   }
 }
@@ -42,19 +41,17 @@ class rollback {
 
 }  // namespace
 
-std::size_t wrap_op_compressed(std::span<const std::byte> message, compressor& compressor,
-                               byte_buffer& out, std::size_t max_message_bytes) {
-  if (message.size() < header_size) {
-    malformed("the message to wrap is " + std::to_string(message.size()) +
-              " bytes, shorter than a 16-byte header");
-  }
-  const std::int32_t length = detail::load_i32(message.data());
-  if (length < 0 || static_cast<std::size_t>(length) != message.size()) {
-    malformed("the message to wrap has messageLength " + std::to_string(length) +
+std::size_t wrap_op_compressed(std::span<const std::byte> message, std::uint8_t compressor_id,
+                               compress_function compress, byte_buffer& out,
+                               std::size_t max_message_bytes) {
+  // The message is ours to send, so only INT32_MAX bounds it here; the result is checked below.
+  const message_header header = read_message_header(message, INT32_MAX);
+  if (static_cast<std::size_t>(header.message_length) != message.size()) {
+    malformed("the message to wrap has messageLength " + std::to_string(header.message_length) +
               " but is " + std::to_string(message.size()) + " bytes");
   }
-  const std::int32_t original_opcode = detail::load_i32(message.data() + 12);
-  if (original_opcode == op_compressed_opcode) {
+  const std::int32_t original_opcode = header.op_code;
+  if (original_opcode == op_compressed) {
     malformed("the message to wrap is already OP_COMPRESSED (2012)");
   }
   const std::size_t start = out.size();
@@ -63,11 +60,15 @@ std::size_t wrap_op_compressed(std::span<const std::byte> message, compressor& c
   std::byte* prefix = out.data() + start;
   detail::store_i32(prefix, 0);  // messageLength, below
   std::memcpy(prefix + 4, message.data() + 4, 8);  // requestID and responseTo, as they were
-  detail::store_i32(prefix + 12, op_compressed_opcode);
+  detail::store_i32(prefix + 12, op_compressed);
   detail::store_i32(prefix + 16, original_opcode);
   detail::store_i32(prefix + 20, static_cast<std::int32_t>(message.size() - header_size));
-  prefix[24] = static_cast<std::byte>(compressor_id_zstd);
-  compressor.compress(message.subspan(header_size), out);
+  prefix[24] = static_cast<std::byte>(compressor_id);
+  if (compressor_id == compressor_id_noop) {
+    out.append(message.subspan(header_size));
+  } else {
+    compress(message.subspan(header_size), out);
+  }
   const std::size_t total = out.size() - start;
   if (total > max_message_bytes || total > static_cast<std::size_t>(INT32_MAX)) {
     throw message_too_large("OP_COMPRESSED: the wrapped message is " + std::to_string(total) +
@@ -88,23 +89,22 @@ op_compressed_header read_op_compressed_header(std::span<const std::byte> messag
     throw message_too_large("OP_COMPRESSED: the message is " + std::to_string(message.size()) +
                             " bytes, more than the allowed " + std::to_string(max_message_bytes));
   }
-  op_compressed_header h;
-  const std::byte* p = message.data();
-  h.message_length = detail::load_i32(p);
-  h.request_id = detail::load_i32(p + 4);
-  h.response_to = detail::load_i32(p + 8);
-  const std::int32_t op_code = detail::load_i32(p + 12);
-  h.original_opcode = detail::load_i32(p + 16);
-  h.uncompressed_size = detail::load_i32(p + 20);
-  h.compressor_id = static_cast<std::uint8_t>(p[24]);
-  if (h.message_length < 0 || static_cast<std::size_t>(h.message_length) != message.size()) {
-    malformed("messageLength " + std::to_string(h.message_length) + " disagrees with the " +
+  const message_header header = read_message_header(message, max_message_bytes);
+  if (static_cast<std::size_t>(header.message_length) != message.size()) {
+    malformed("messageLength " + std::to_string(header.message_length) + " disagrees with the " +
               std::to_string(message.size()) + " bytes of the message");
   }
-  if (op_code != op_compressed_opcode) {
-    malformed("opCode " + std::to_string(op_code) + " is not OP_COMPRESSED (2012)");
+  if (header.op_code != op_compressed) {
+    malformed("opCode " + std::to_string(header.op_code) + " is not OP_COMPRESSED (2012)");
   }
-  if (h.original_opcode == op_compressed_opcode) {
+  op_compressed_header h;
+  h.message_length = header.message_length;
+  h.request_id = header.request_id;
+  h.response_to = header.response_to;
+  h.original_opcode = detail::load_i32(message.data() + header_size);
+  h.uncompressed_size = detail::load_i32(message.data() + header_size + 4);
+  h.compressor_id = static_cast<std::uint8_t>(message[header_size + 8]);
+  if (h.original_opcode == op_compressed) {
     malformed("originalOpcode is 2012 itself: OP_COMPRESSED cannot be nested");
   }
   if (h.uncompressed_size < 0 ||
@@ -117,8 +117,9 @@ op_compressed_header read_op_compressed_header(std::span<const std::byte> messag
   return h;
 }
 
-std::size_t unwrap_op_compressed(std::span<const std::byte> message, decompressor& decompressor,
-                                 byte_buffer& out, std::size_t max_message_bytes) {
+std::size_t unwrap_op_compressed(std::span<const std::byte> message, std::uint8_t compressor_id,
+                                 decompress_function decompress, byte_buffer& out,
+                                 std::size_t max_message_bytes) {
   if (max_message_bytes < op_compressed_prefix_size) {
     throw std::invalid_argument("unwrap_op_compressed: max_message_bytes " +
                                 std::to_string(max_message_bytes) + " is below the 25 bytes of "
@@ -127,9 +128,9 @@ std::size_t unwrap_op_compressed(std::span<const std::byte> message, decompresso
   const op_compressed_header h = read_op_compressed_header(message, max_message_bytes);
   const auto uncompressed = static_cast<std::size_t>(h.uncompressed_size);
   const std::span<const std::byte> payload = message.subspan(op_compressed_prefix_size);
-  if (h.compressor_id != compressor_id_zstd && h.compressor_id != compressor_id_noop) {
+  if (h.compressor_id != compressor_id && h.compressor_id != compressor_id_noop) {
     malformed("compressorId " + compressor_name(h.compressor_id) +
-              " is not supported: allowed 0 (noop) and 3 (zstd)");
+              " is not supported: allowed 0 (noop) and " + compressor_name(compressor_id));
   }
   const std::size_t start = out.size();
   rollback guard(out);
@@ -146,7 +147,7 @@ std::size_t unwrap_op_compressed(std::span<const std::byte> message, decompresso
   } else {
     // The declared size is the hard limit: a frame claiming or producing more is refused
     // before anything is allocated for it.
-    produced = decompressor.decompress(payload, out, uncompressed);
+    produced = decompress(payload, out, uncompressed);
   }
   if (produced != uncompressed) {
     malformed("uncompressedSize is " + std::to_string(uncompressed) + " but the " +
@@ -157,4 +158,4 @@ std::size_t unwrap_op_compressed(std::span<const std::byte> message, decompresso
   return header_size + uncompressed;
 }
 
-}  // namespace pmrkit::zstd
+}  // namespace pmrkit::bson

@@ -1,0 +1,325 @@
+// OP_COMPRESSED framing: the layout matches the wire protocol, wrapping and unwrapping give back
+// the original message byte for byte (and an OP_MSG the reader accepts), every inconsistent
+// field is rejected without touching the output buffer, and the compressor passed in is the
+// only one used. The framing is tested with a trivial test codec (so it needs no compression
+// library) and, when pmrkit::zstd is built, with zstd's compressor and decompressor as they are,
+// checked against the zstd command-line tool.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "pmrkit/bson/document.hpp"
+#include "pmrkit/bson/insert_message.hpp"
+#include "pmrkit/bson/op_compressed.hpp"
+#include "pmrkit/bson/op_msg_reader.hpp"
+#include "pmrkit/buffer_pool.hpp"
+
+#ifdef PMRKIT_TEST_HAVE_ZSTD
+#include "pmrkit/zstd/compressor.hpp"
+#include "pmrkit/zstd/decompressor.hpp"
+#include "pmrkit/zstd/errors.hpp"
+#include "zstd_test_support.hpp"
+#endif
+
+namespace {
+
+using bytes = std::vector<std::byte>;
+using pmrkit::bson::message_too_large;
+using pmrkit::bson::wire_format_error;
+
+// A stand-in compression (id 200, unassigned by MongoDB): every byte XOR 0x5A, one byte out
+// per byte in, so sizes are known; decompression refuses to exceed its limit, as required.
+constexpr std::uint8_t test_codec_id = 200;
+
+class codec_limit_error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct xor_codec {
+  int compress_calls = 0;
+  std::size_t compress(std::span<const std::byte> source, pmrkit::byte_buffer& destination) {
+    ++compress_calls;
+    for (std::byte b : source) {
+      const std::byte x = b ^ std::byte{0x5A};
+      destination.append(&x, 1);
+    }
+    return source.size();
+  }
+  std::size_t decompress(std::span<const std::byte> source, pmrkit::byte_buffer& destination,
+                         std::size_t max_output) {
+    if (source.size() > max_output) throw codec_limit_error("xor_codec: over the limit");
+    for (std::byte b : source) {
+      const std::byte x = b ^ std::byte{0x5A};
+      destination.append(&x, 1);
+    }
+    return source.size();
+  }
+};
+
+std::int32_t i32_at(const std::byte* p) {
+  std::int32_t v;
+  std::memcpy(&v, p, 4);  // little-endian host (x86-64, as the project targets)
+  return v;
+}
+
+void put_i32(std::byte* p, std::int32_t v) { std::memcpy(p, &v, 4); }
+
+// A wire message: header (opCode 2013) and a body of repetitive text with some noise.
+bytes sample_message(std::size_t body = 20'000) {
+  bytes m(16);
+  std::mt19937 rng(1);
+  while (m.size() < 16 + body) {
+    const std::string record = "{\"_id\":" + std::to_string(rng() % 100000) + ",\"ok\":true}";
+    for (char c : record) {
+      if (m.size() == 16 + body) break;
+      m.push_back(static_cast<std::byte>(c));
+    }
+  }
+  put_i32(m.data(), static_cast<std::int32_t>(m.size()));
+  put_i32(m.data() + 4, 77);
+  put_i32(m.data() + 8, 5);
+  put_i32(m.data() + 12, 2013);
+  return m;
+}
+
+bytes to_bytes(const pmrkit::byte_buffer& b) { return {b.data(), b.data() + b.size()}; }
+
+bytes wrap(const bytes& message) {
+  xor_codec codec;
+  pmrkit::byte_buffer out(std::pmr::new_delete_resource());
+  pmrkit::bson::wrap_op_compressed(message, test_codec_id, codec, out);
+  return to_bytes(out);
+}
+
+bytes unwrap(const bytes& wrapped,
+             std::size_t max = pmrkit::bson::default_max_message_bytes) {
+  xor_codec codec;
+  pmrkit::byte_buffer out(std::pmr::new_delete_resource());
+  pmrkit::bson::unwrap_op_compressed(wrapped, test_codec_id, codec, out, max);
+  return to_bytes(out);
+}
+
+}  // namespace
+
+TEST_CASE("OP_COMPRESSED layout and round trip", "[bson][op_compressed]") {
+  const bytes message = sample_message();
+  const bytes wrapped = wrap(message);
+  CHECK(wrapped.size() == 25 + message.size() - 16);
+  CHECK(i32_at(wrapped.data()) == static_cast<std::int32_t>(wrapped.size()));
+  CHECK(i32_at(wrapped.data() + 4) == 77);    // requestID kept
+  CHECK(i32_at(wrapped.data() + 8) == 5);     // responseTo kept
+  CHECK(i32_at(wrapped.data() + 12) == 2012);
+  CHECK(i32_at(wrapped.data() + 16) == 2013);  // originalOpcode
+  CHECK(i32_at(wrapped.data() + 20) == static_cast<std::int32_t>(message.size() - 16));
+  CHECK(wrapped[24] == std::byte{test_codec_id});
+  CHECK(wrapped[25] == (message[16] ^ std::byte{0x5A}));  // the body, through the codec
+  CHECK(unwrap(wrapped) == message);
+
+  const auto h = pmrkit::bson::read_op_compressed_header(wrapped);
+  CHECK(h.original_opcode == 2013);
+  CHECK(h.uncompressed_size == static_cast<std::int32_t>(message.size() - 16));
+  CHECK(h.compressor_id == test_codec_id);
+}
+
+TEST_CASE("the compression is passed in as a function too", "[bson][op_compressed]") {
+  const bytes message = sample_message(300);
+  std::size_t compressed_bytes = 0;
+  auto compress = [&](std::span<const std::byte> body, pmrkit::byte_buffer& out) {
+    compressed_bytes += body.size();
+    out.append(body);
+    return body.size();
+  };
+  pmrkit::byte_buffer out(std::pmr::new_delete_resource());
+  pmrkit::bson::wrap_op_compressed(message, 42, compress, out);
+  CHECK(compressed_bytes == 300);
+  CHECK(out.data()[24] == std::byte{42});
+
+  std::size_t limit_seen = 0;
+  auto decompress = [&](std::span<const std::byte> payload, pmrkit::byte_buffer& into,
+                        std::size_t max_output) {
+    limit_seen = max_output;
+    into.append(payload);
+    return payload.size();
+  };
+  pmrkit::byte_buffer plain(std::pmr::new_delete_resource());
+  CHECK(pmrkit::bson::unwrap_op_compressed(out.span(), 42, decompress, plain) == message.size());
+  CHECK(limit_seen == 300);  // uncompressedSize is the decompressor's hard limit
+  CHECK(to_bytes(plain) == message);
+}
+
+TEST_CASE("wrap and unwrap append, and leave the buffer unchanged when they fail",
+          "[bson][op_compressed]") {
+  const bytes message = sample_message(5000);
+  xor_codec codec;
+  pmrkit::byte_buffer out(std::pmr::new_delete_resource());
+  out.append("xy", 2);
+  const std::size_t n = pmrkit::bson::wrap_op_compressed(message, test_codec_id, codec, out);
+  CHECK(out.size() == 2 + n);
+  pmrkit::byte_buffer plain(std::pmr::new_delete_resource());
+  plain.append("z", 1);
+  CHECK(pmrkit::bson::unwrap_op_compressed(out.span().subspan(2), test_codec_id, codec, plain) ==
+        message.size());
+  CHECK(bytes(plain.data() + 1, plain.data() + plain.size()) == message);
+
+  const std::size_t before = out.size();
+  CHECK_THROWS_AS(pmrkit::bson::wrap_op_compressed(message, test_codec_id, codec, out, 100),
+                  message_too_large);
+  CHECK(out.size() == before);
+  bytes damaged(out.data() + 2, out.data() + out.size());
+  put_i32(damaged.data() + 20, 4000);  // declares less than the payload holds
+  const std::size_t plain_before = plain.size();
+  CHECK_THROWS_AS(pmrkit::bson::unwrap_op_compressed(damaged, test_codec_id, codec, plain),
+                  codec_limit_error);  // the codec's own error, passed on as it is
+  CHECK(plain.size() == plain_before);
+}
+
+TEST_CASE("messages that cannot be wrapped are refused", "[bson][op_compressed]") {
+  xor_codec codec;
+  pmrkit::byte_buffer out(std::pmr::new_delete_resource());
+  bytes m = sample_message(100);
+  CHECK_THROWS_AS(pmrkit::bson::wrap_op_compressed({m.data(), 10}, test_codec_id, codec, out),
+                  wire_format_error);
+  bytes wrong_length = m;
+  put_i32(wrong_length.data(), 50);
+  CHECK_THROWS_AS(pmrkit::bson::wrap_op_compressed(wrong_length, test_codec_id, codec, out),
+                  wire_format_error);
+  const bytes wrapped = wrap(m);
+  CHECK_THROWS_AS(pmrkit::bson::wrap_op_compressed(wrapped, test_codec_id, codec, out),
+                  wire_format_error);
+  CHECK(out.empty());
+  CHECK(codec.compress_calls == 0);
+}
+
+TEST_CASE("every inconsistent OP_COMPRESSED field is rejected", "[bson][op_compressed]") {
+  const bytes message = sample_message(3000);
+  const bytes good = wrap(message);
+  auto expect = [](const bytes& m, const char* fragment) {
+    try {
+      unwrap(m);
+      FAIL("accepted: " << fragment);
+    } catch (const std::exception& e) {
+      INFO(e.what());
+      CHECK(std::string(e.what()).find(fragment) != std::string::npos);
+    }
+  };
+  for (std::size_t n = 0; n < good.size(); n += (n < 40 ? 1 : 53)) {
+    CHECK_THROWS_AS(unwrap(bytes(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(n))),
+                    wire_format_error);
+  }
+  bytes m = good;
+  put_i32(m.data(), static_cast<std::int32_t>(m.size() + 1));
+  expect(m, "disagrees");
+  m = good;
+  put_i32(m.data() + 12, 2013);
+  expect(m, "opCode 2013");
+  m = good;
+  put_i32(m.data() + 16, 2012);
+  expect(m, "nested");
+  m = good;
+  put_i32(m.data() + 20, -1);
+  expect(m, "uncompressedSize -1");
+  m = good;
+  put_i32(m.data() + 20, 48'000'000);
+  expect(m, "out of range");
+  m = good;
+  m[24] = std::byte{1};
+  expect(m, "1 (snappy)");
+  m = good;
+  m[24] = std::byte{3};  // zstd, which this caller did not pass in
+  expect(m, "3 (zstd) is not supported: allowed 0 (noop) and 200");
+  m = good;
+  put_i32(m.data() + 20, i32_at(good.data() + 20) + 10);  // claims more than the payload holds
+  expect(m, "holds");
+  CHECK_THROWS_AS(unwrap(good, good.size() - 1), message_too_large);
+}
+
+TEST_CASE("compressorId 0 (noop) carries the body as it is, with no compressor called",
+          "[bson][op_compressed]") {
+  const bytes message = sample_message(500);
+  bytes noop(25 + message.size() - 16);
+  put_i32(noop.data(), static_cast<std::int32_t>(25 + message.size() - 16));
+  put_i32(noop.data() + 4, 77);
+  put_i32(noop.data() + 8, 5);
+  put_i32(noop.data() + 12, 2012);
+  put_i32(noop.data() + 16, 2013);
+  put_i32(noop.data() + 20, static_cast<std::int32_t>(message.size() - 16));
+  noop[24] = std::byte{0};
+  std::memcpy(noop.data() + 25, message.data() + 16, message.size() - 16);
+  CHECK(unwrap(noop) == message);
+
+  xor_codec codec;
+  pmrkit::byte_buffer out(std::pmr::new_delete_resource());
+  pmrkit::bson::wrap_op_compressed(message, pmrkit::bson::compressor_id_noop, codec, out);
+  CHECK(codec.compress_calls == 0);
+  CHECK(to_bytes(out) == noop);
+}
+
+TEST_CASE("an OP_MSG insert survives OP_COMPRESSED and parses again", "[bson][op_compressed]") {
+  pmrkit::buffer_pool pool;
+  pmrkit::bson::insert_builder builder(pool);
+  auto insert = builder.begin("db", "events");
+  pmrkit::bson::document d;
+  for (int i = 0; i < 300; ++i) {
+    d.clear();
+    d.append_int32("i", i).append_utf8("kind", "click").append_bool("ok", true);
+    insert.add(d);
+  }
+  const pmrkit::byte_buffer message = insert.finish();
+  xor_codec codec;
+  pmrkit::byte_buffer wrapped = pool.acquire();
+  pmrkit::bson::wrap_op_compressed(message.span(), test_codec_id, codec, wrapped);
+  pmrkit::byte_buffer unwrapped = pool.acquire();
+  pmrkit::bson::unwrap_op_compressed(wrapped.span(), test_codec_id, codec, unwrapped);
+  CHECK(to_bytes(unwrapped) == to_bytes(message));
+  const auto view = pmrkit::bson::parse_op_msg(unwrapped.span());
+  CHECK(view.find_sequence("documents").documents.count() == 300);
+}
+
+#ifdef PMRKIT_TEST_HAVE_ZSTD
+TEST_CASE("pmrkit::zstd's compressor and decompressor fit as they are", "[bson][op_compressed]") {
+  const bytes message = sample_message(20'000);
+  pmrkit::zstd::compressor c;
+  pmrkit::zstd::decompressor d;
+  pmrkit::byte_buffer wrapped(std::pmr::new_delete_resource());
+  pmrkit::bson::wrap_op_compressed(message, pmrkit::bson::compressor_id_zstd, c, wrapped);
+  CHECK(wrapped.data()[24] == std::byte{3});
+  CHECK(wrapped.size() < message.size() / 2);
+  pmrkit::byte_buffer plain(std::pmr::new_delete_resource());
+  pmrkit::bson::unwrap_op_compressed(wrapped.span(), pmrkit::bson::compressor_id_zstd, d, plain);
+  CHECK(to_bytes(plain) == message);
+
+  // A frame that declares more than uncompressedSize: zstd's own refusal comes through.
+  bytes m = to_bytes(wrapped);
+  put_i32(m.data() + 20, i32_at(m.data() + 20) - 10);
+  pmrkit::byte_buffer refused(std::pmr::new_delete_resource());
+  CHECK_THROWS_AS(
+      pmrkit::bson::unwrap_op_compressed(m, pmrkit::bson::compressor_id_zstd, d, refused),
+      pmrkit::zstd::output_limit_exceeded);
+  CHECK(refused.empty());
+
+  pmrkit::zstd::compressor_pool pool;
+  pmrkit::byte_buffer pooled(std::pmr::new_delete_resource());
+  pmrkit::bson::wrap_op_compressed(message, pmrkit::bson::compressor_id_zstd, pool, pooled);
+  CHECK(pooled.data()[24] == std::byte{3});
+}
+
+#ifdef PMRKIT_TEST_ZSTD_CLI
+TEST_CASE("the zstd tool decompresses the OP_COMPRESSED payload to the original body",
+          "[bson][op_compressed][cli]") {
+  const bytes message = sample_message(50'000);
+  pmrkit::zstd::compressor c;
+  pmrkit::byte_buffer wrapped(std::pmr::new_delete_resource());
+  pmrkit::bson::wrap_op_compressed(message, pmrkit::bson::compressor_id_zstd, c, wrapped);
+  bool ok = false;
+  const bytes body = pmrkit::zstd::test::zstd_cli_decompress(
+      PMRKIT_TEST_ZSTD_CLI, wrapped.span().subspan(25), ok);
+  CHECK(ok);
+  CHECK(body == bytes(message.begin() + 16, message.end()));
+}
+#endif
+#endif
