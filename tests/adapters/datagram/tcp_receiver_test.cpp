@@ -161,6 +161,43 @@ TEST_CASE("tcp_receiver turns away connections over max_connections", "[tcp]") {
   CHECK(c.closed_by_peer());
 }
 
+// Raises the soft descriptor limit to `needed` if the hard limit allows; true if it is there.
+bool allow_descriptors(rlim_t needed) {
+  rlimit limit{};
+  ::getrlimit(RLIMIT_NOFILE, &limit);
+  if (limit.rlim_cur >= needed) return true;
+  if (limit.rlim_max < needed) return false;
+  limit.rlim_cur = needed;
+  return ::setrlimit(RLIMIT_NOFILE, &limit) == 0;
+}
+
+// The lock-out a syslog receiver must not allow: one peer (127.0.0.2) opens as many idle
+// connections as the receiver will take, then a well-behaved client (127.0.0.1) sends one
+// message. With the defaults a server runs with, that message must arrive.
+TEST_CASE("tcp_receiver serves a well-behaved client while one peer holds all it may",
+          "[tcp]") {
+  tcp_receiver rx;
+  const std::size_t hostile_count = rx.options().max_connections;
+  REQUIRE(allow_descriptors(2 * hostile_count + 256));
+  auto serve = [&] { rx.poll_once(100ms, [](tcp_frame&) { FAIL("the hostile peer sends nothing"); }); };
+  std::vector<std::unique_ptr<tcp_client>> hostile;
+  while (hostile.size() < hostile_count) {
+    hostile.push_back(std::make_unique<tcp_client>(rx.local_port(), "127.0.0.2"));
+    // Accept as they come: a full accept queue would make connect() wait for a SYN retry.
+    if (hostile.size() % 32 == 0 || hostile.size() == hostile_count) {
+      poll_until([&] { return rx.stats().connections_accepted == hostile.size(); }, serve);
+    }
+  }
+  REQUIRE(rx.stats().connections_accepted == hostile_count);
+  tcp_client good(rx.local_port());
+  REQUIRE(good.send("<13>well-behaved\n"));
+  std::vector<std::string> got;
+  poll_until([&] { return !got.empty(); }, [&] {
+    rx.poll_once(100ms, [&](tcp_frame& f) { got.push_back(as_string(f.bytes())); });
+  });
+  CHECK(got == std::vector<std::string>{"<13>well-behaved"});
+}
+
 // Lowers the soft descriptor limit to what is open now, and restores it when destroyed.
 class descriptor_limit_guard {
  public:
@@ -232,6 +269,19 @@ TEST_CASE("tcp_receiver counts a connection that ends inside a frame", "[tcp]") 
   }
   poll_until([&] { return rx.stats().connections_closed == 1; },
              [&] { rx.poll_once(100ms, [](tcp_frame&) { FAIL("a cut frame is not handed on"); }); });
+  CHECK(rx.stats().cut_at_close == 1);
+}
+
+TEST_CASE("tcp_receiver counts a connection reset inside a frame", "[tcp]") {
+  tcp_receiver rx;
+  tcp_client client(rx.local_port());
+  REQUIRE(client.send("20 only part"));
+  auto serve = [&] { rx.poll_once(100ms, [](tcp_frame&) { FAIL("a cut frame is not handed on"); }); };
+  // The partial frame is read before the reset, which might otherwise discard it unread.
+  poll_until([&] { return rx.stats().bytes_received == 12; }, serve);
+  client.reset();
+  poll_until([&] { return rx.stats().connections_closed == 1; }, serve);
+  CHECK(rx.stats().connections_closed == 1);
   CHECK(rx.stats().cut_at_close == 1);
 }
 
