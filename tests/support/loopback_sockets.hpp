@@ -80,9 +80,18 @@ class udp_sender {
 };
 
 // A blocking TCP client connected to 127.0.0.1:port, Nagle off so small writes go out alone.
+// `from` picks another loopback source address (127.x.y.z), so one test can act as several
+// peers.
 class tcp_client {
  public:
-  explicit tcp_client(std::uint16_t port) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+  explicit tcp_client(std::uint16_t port, const char* from = nullptr)
+      : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+    if (from != nullptr) {
+      sockaddr_in source = loopback(0);
+      if (::inet_pton(AF_INET, from, &source.sin_addr) != 1 ||
+          ::bind(fd_.get(), reinterpret_cast<const sockaddr*>(&source), sizeof source) != 0)
+        throw std::runtime_error(std::string("bind ") + from + ": " + std::strerror(errno));
+    }
     const sockaddr_in to = loopback(port);
     if (::connect(fd_.get(), reinterpret_cast<const sockaddr*>(&to), sizeof to) != 0)
       throw std::runtime_error(std::string("connect: ") + std::strerror(errno));
@@ -108,6 +117,12 @@ class tcp_client {
     return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
   }
   void close() { fd_.close(); }
+  // Closes with a reset (RST) instead of a normal close (FIN), as a crashed peer's kernel does.
+  void reset() {
+    const linger abort{.l_onoff = 1, .l_linger = 0};
+    ::setsockopt(fd_.get(), SOL_SOCKET, SO_LINGER, &abort, sizeof abort);
+    fd_.close();
+  }
 
  private:
   fd_guard fd_;

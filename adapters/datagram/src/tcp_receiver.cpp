@@ -5,8 +5,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
+#include <compare>
+#include <cstring>
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -30,6 +34,34 @@ constexpr std::chrono::milliseconds accept_pause{100};
 constexpr std::size_t reuse_slack = 4;
 constexpr std::size_t reuse_floor = 1024;
 
+using clock = std::chrono::steady_clock;
+
+// A peer's address without its port: what max_connections_per_peer counts by.
+struct host_key {
+  int family = AF_UNSPEC;
+  std::array<unsigned char, 16> bytes{};
+  friend auto operator<=>(const host_key&, const host_key&) = default;
+};
+
+host_key host_of(const peer_address& peer) noexcept {
+  host_key key{.family = peer.family()};
+  if (key.family == AF_INET) {
+    const auto* v4 = reinterpret_cast<const sockaddr_in*>(peer.data());
+    std::memcpy(key.bytes.data(), &v4->sin_addr, sizeof v4->sin_addr);
+  } else if (key.family == AF_INET6) {
+    const auto* v6 = reinterpret_cast<const sockaddr_in6*>(peer.data());
+    std::memcpy(key.bytes.data(), &v6->sin6_addr, sizeof v6->sin6_addr);
+  }
+  return key;
+}
+
+// `timeout_ms` (negative: no limit), shortened so that a wait ends by `deadline`.
+int wait_until(int timeout_ms, clock::time_point deadline) {
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - clock::now()).count();
+  const int bounded = static_cast<int>(std::clamp<long long>(left, 0, INT32_MAX));
+  return timeout_ms < 0 ? bounded : std::min(timeout_ms, bounded);
+}
+
 void owner_add(std::atomic<std::uint64_t>& counter, std::uint64_t amount = 1) noexcept {
   counter.store(counter.load(std::memory_order_relaxed) + amount, std::memory_order_relaxed);
 }
@@ -43,6 +75,13 @@ const tcp_receiver_options& checked(const tcp_receiver_options& options) {
   if (options.max_connections == 0) {
     throw invalid_option("max_connections 0 is out of range; allowed: 1 or more");
   }
+  if (options.max_connections_per_peer == 0) {
+    throw invalid_option("max_connections_per_peer 0 is out of range; allowed: 1 or more");
+  }
+  if (options.idle_timeout.count() < 0) {
+    throw invalid_option("idle_timeout " + std::to_string(options.idle_timeout.count()) +
+                         " ms is out of range; allowed: 0 (never) or more");
+  }
   if (options.listen_backlog <= 0) {
     throw invalid_option("listen_backlog " + std::to_string(options.listen_backlog) +
                          " is out of range; allowed: 1 or more");
@@ -55,12 +94,15 @@ const tcp_receiver_options& checked(const tcp_receiver_options& options) {
 struct tcp_receiver::impl {
   struct connection {
     connection(int descriptor, const peer_address& from, std::uint64_t number, buffer_pool& pool,
-               const framer_options& framing)
-        : fd(descriptor), peer(from), id(number), framer(pool, framing) {}
+               const framer_options& framing, clock::time_point now)
+        : fd(descriptor), peer(from), host(host_of(from)), id(number), framer(pool, framing),
+          last_active(now) {}
     detail::unique_fd fd;
     peer_address peer;
+    host_key host;
     std::uint64_t id;
     syslog_framer framer;
+    clock::time_point last_active;  // accepted, or last read bytes
     std::size_t index = 0;  // in impl::connections
   };
 
@@ -76,7 +118,10 @@ struct tcp_receiver::impl {
   void pause_accepting();
   int resume_accepting_within(int timeout_ms);
   std::size_t service(connection& c, tcp_frame_handler& handler);
+  void ended(connection& c);
   void close(connection& c);
+  int idle_check_within(int timeout_ms) const;
+  void close_idle();
 
   tcp_receiver& receiver;
   buffer_pool& pool;
@@ -96,6 +141,10 @@ struct tcp_receiver::impl {
   // the epoll set until this time: it stays readable, and would otherwise wake every wait.
   std::optional<std::chrono::steady_clock::time_point> accepting_paused_until;
   char wake_tag = 0;
+  std::map<host_key, std::size_t> connections_per_host;
+  clock::time_point now;  // read once per poll_once, after the wait
+  // No connection can have been idle for idle_timeout before this time: when to look again.
+  std::optional<clock::time_point> next_idle_check;
 
   std::atomic<std::uint64_t> frames{0};
   std::atomic<std::uint64_t> bytes_received{0};
@@ -105,6 +154,8 @@ struct tcp_receiver::impl {
   std::atomic<std::uint64_t> framing_errors{0};
   std::atomic<std::uint64_t> cut_at_close{0};
   std::atomic<std::uint64_t> accept_failures{0};
+  std::atomic<std::uint64_t> resets{0};
+  std::atomic<std::uint64_t> idle_closed{0};
   std::atomic<std::size_t> open{0};
 };
 
@@ -154,16 +205,26 @@ void tcp_receiver::impl::accept_ready() {
     detail::unique_fd owned(fd);
     peer.set_size(length);
     owner_add(accepted);
-    if (connections.size() >= receiver.options_.max_connections) {
+    const tcp_receiver_options& options = receiver.options_;
+    const auto held = connections_per_host.find(host_of(peer));
+    const std::size_t held_by_peer = held == connections_per_host.end() ? 0 : held->second;
+    if (connections.size() >= options.max_connections ||
+        held_by_peer >= options.max_connections_per_peer) {
       owner_add(rejected);
       owner_add(closed);
       continue;  // `owned` closes it
     }
-    auto c = std::make_unique<connection>(owned.release(), peer, next_id++, pool, framing);
+    auto c = std::make_unique<connection>(owned.release(), peer, next_id++, pool, framing, now);
     c->index = connections.size();
     watch(c->fd.get(), c.get());
+    const host_key host = c->host;
     connections.push_back(std::move(c));
     open.store(connections.size(), std::memory_order_relaxed);
+    ++connections_per_host[host];  // last: if it throws, close() finds no count to take back
+    if (options.idle_timeout.count() > 0) {
+      const clock::time_point due = now + options.idle_timeout;
+      if (!next_idle_check || due < *next_idle_check) next_idle_check = due;
+    }
   }
 }
 
@@ -178,12 +239,7 @@ void tcp_receiver::impl::pause_accepting() {
 // so that the pause ends on time (`timeout_ms` itself when not paused).
 int tcp_receiver::impl::resume_accepting_within(int timeout_ms) {
   if (!accepting_paused_until) return timeout_ms;
-  const auto left = std::chrono::ceil<std::chrono::milliseconds>(*accepting_paused_until -
-                                                                 std::chrono::steady_clock::now());
-  if (left.count() > 0) {
-    return timeout_ms < 0 ? static_cast<int>(left.count())
-                          : std::min(timeout_ms, static_cast<int>(left.count()));
-  }
+  if (clock::now() < *accepting_paused_until) return wait_until(timeout_ms, *accepting_paused_until);
   epoll_event event{};
   event.events = EPOLLIN;
   event.data.ptr = &listen_tag;
@@ -194,12 +250,43 @@ int tcp_receiver::impl::resume_accepting_within(int timeout_ms) {
 
 void tcp_receiver::impl::close(connection& c) {
   const std::size_t at = c.index;
+  const auto held = connections_per_host.find(c.host);
+  if (held != connections_per_host.end() && --held->second == 0) connections_per_host.erase(held);
   // Closing the descriptor also removes it from the epoll set.
   std::swap(connections[at], connections.back());
   connections[at]->index = at;
   connections.pop_back();  // destroys c
   owner_add(closed);
   open.store(connections.size(), std::memory_order_relaxed);
+}
+
+// The peer ended the connection, with a close (FIN) or a reset: a frame it had begun is lost.
+void tcp_receiver::impl::ended(connection& c) {
+  if (c.framer.has_partial_frame()) owner_add(cut_at_close);
+  close(c);
+}
+
+// The wait timeout to use so that the next idle check happens on time.
+int tcp_receiver::impl::idle_check_within(int timeout_ms) const {
+  return next_idle_check ? wait_until(timeout_ms, *next_idle_check) : timeout_ms;
+}
+
+// Closes every connection that has sent nothing for idle_timeout, and notes when to look next.
+void tcp_receiver::impl::close_idle() {
+  if (!next_idle_check || now < *next_idle_check) return;
+  const std::chrono::milliseconds timeout = receiver.options_.idle_timeout;
+  next_idle_check.reset();
+  // Backwards: close() moves the last connection into the closed one's place.
+  for (std::size_t i = connections.size(); i-- > 0;) {
+    connection& c = *connections[i];
+    const clock::time_point due = c.last_active + timeout;
+    if (due <= now) {
+      owner_add(idle_closed);
+      close(c);
+    } else if (!next_idle_check || due < *next_idle_check) {
+      next_idle_check = due;
+    }
+  }
 }
 
 std::size_t tcp_receiver::impl::service(connection& c, tcp_frame_handler& handler) {
@@ -223,14 +310,17 @@ std::size_t tcp_receiver::impl::service(connection& c, tcp_frame_handler& handle
     const ssize_t got = ::read(c.fd.get(), read_buffer.data(), read_buffer.capacity());
     if (got < 0) {
       if (errno == EINTR) continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK) close(c);  // reset by peer, ...
+      if (errno != EAGAIN && errno != EWOULDBLOCK) {  // reset by peer, timed out, ...
+        owner_add(resets);
+        ended(c);
+      }
       return delivered;
     }
     if (got == 0) {
-      if (c.framer.has_partial_frame()) owner_add(cut_at_close);
-      close(c);
+      ended(c);
       return delivered;
     }
+    c.last_active = now;
     owner_add(bytes_received, static_cast<std::uint64_t>(got));
     framing_error error;
     try {
@@ -279,12 +369,14 @@ std::size_t tcp_receiver::poll_once(std::chrono::milliseconds timeout, tcp_frame
   if (stop_requested()) return 0;
   epoll_event events[events_per_wait];
   const long long wait_ms = timeout.count() < 0 ? -1 : std::min<long long>(timeout.count(), INT32_MAX);
-  const int ready = ::epoll_wait(impl_->epoll_fd.get(), events, events_per_wait,
-                                 impl_->resume_accepting_within(static_cast<int>(wait_ms)));
+  const int ready = ::epoll_wait(
+      impl_->epoll_fd.get(), events, events_per_wait,
+      impl_->idle_check_within(impl_->resume_accepting_within(static_cast<int>(wait_ms))));
   if (ready < 0) {
     if (errno == EINTR) return 0;
     detail::throw_errno(errno, "epoll_wait", "");
   }
+  impl_->now = clock::now();
   std::size_t delivered = 0;
   for (int i = 0; i < ready; ++i) {
     void* tag = events[i].data.ptr;
@@ -297,6 +389,7 @@ std::size_t tcp_receiver::poll_once(std::chrono::milliseconds timeout, tcp_frame
     // descriptor once per wait, and new connections are not in this batch of events.
     delivered += impl_->service(*static_cast<impl::connection*>(tag), handler);
   }
+  impl_->close_idle();  // after the events: none of them may refer to a closed connection
   return delivered;
 }
 
@@ -320,7 +413,9 @@ tcp_receiver_stats tcp_receiver::stats() const noexcept {
           .connections_rejected = i.rejected.load(std::memory_order_relaxed),
           .framing_errors = i.framing_errors.load(std::memory_order_relaxed),
           .cut_at_close = i.cut_at_close.load(std::memory_order_relaxed),
-          .accept_failures = i.accept_failures.load(std::memory_order_relaxed)};
+          .accept_failures = i.accept_failures.load(std::memory_order_relaxed),
+          .connections_reset = i.resets.load(std::memory_order_relaxed),
+          .idle_closed = i.idle_closed.load(std::memory_order_relaxed)};
 }
 
 std::size_t tcp_receiver::open_connections() const noexcept {

@@ -1,16 +1,21 @@
 // pmrkit-listen: point real syslog senders at pmrkit's receivers and watch what arrives.
 //
-//   pmrkit-listen --udp PORT [--tcp PORT] [--strategy SPEC] [--count N] [--print]
+//   pmrkit-listen [--udp PORT] [--tcp PORT] [--address ADDRESS] [--strategy SPEC] [--count N]
+//                 [--print] [receiver options: see --help]
 //
-// Listens on 127.0.0.1 only. Prints each message on a line of its own with --print (control
-// characters escaped, so one message is always one line), stops after N messages or on
-// SIGINT/SIGTERM, then prints its statistics to stderr. Exit status: 0 done, 1 a runtime
-// error (e.g. the port is taken), 2 bad arguments.
+// Listens on 127.0.0.1 unless --address says otherwise; every receiver option a user may need
+// is a flag, validated here with the range it allows, its default taken from the library.
+// Prints each message on a line of its own with --print (control characters escaped, so one
+// message is always one line), stops after N messages or on SIGINT/SIGTERM, then prints every
+// statistic the receivers keep to stderr. Exit status: 0 done, 1 a runtime error (e.g. the
+// port is taken), 2 bad arguments.
 #include <pthread.h>
 #include <signal.h>
 
 #include <atomic>
 #include <charconv>
+#include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -32,17 +37,70 @@
 
 namespace {
 
-constexpr const char* usage_text =
-    "usage: pmrkit-listen --udp PORT [--tcp PORT] [--strategy SPEC] [--count N] [--print]\n"
-    "  --udp PORT       receive syslog datagrams on 127.0.0.1:PORT (0: a free port)\n"
-    "  --tcp PORT       also accept syslog over TCP on 127.0.0.1:PORT (RFC 6587 octet\n"
-    "                   counting or newline framing); either --udp or --tcp may be left out\n"
-    "  --strategy SPEC  memory strategy for the buffers, e.g. size_class or\n"
-    "                   std_unsync_pool:max_blocks_per_chunk=32 (default new_delete)\n"
-    "  --count N        stop after N messages (default: until SIGINT or SIGTERM)\n"
-    "  --print          print each message on its own line to stdout\n"
-    "Try: pmrkit-listen --udp 5514 --print   and, in another terminal,\n"
-    "     logger -n 127.0.0.1 -P 5514 -d 'hello from logger'\n";
+// The flags' ranges, where the library allows more than a command line needs.
+constexpr std::size_t max_datagram_limit = 64 * 1024;     // udp_receiver_options' range
+constexpr std::size_t max_receive_buffer = INT32_MAX / 2;  // what SO_RCVBUF takes
+constexpr std::size_t max_connections_limit = 1 << 20;
+constexpr std::uint64_t max_idle_seconds = 24 * 60 * 60;
+constexpr std::size_t max_frame_limit = std::size_t{1} << 30;  // syslog_framer's range
+
+std::string_view framing_name(pmrkit::datagram::framing mode) {
+  switch (mode) {
+    case pmrkit::datagram::framing::octet_counting: return "octet-counting";
+    case pmrkit::datagram::framing::newline: return "newline";
+    case pmrkit::datagram::framing::automatic: break;
+  }
+  return "automatic";
+}
+
+std::uint64_t whole_seconds(std::chrono::milliseconds duration) {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::seconds>(duration).count());
+}
+
+// Built from the library's defaults, so --help cannot drift from what the receivers do.
+std::string usage_text() {
+  const pmrkit::datagram::udp_receiver_options udp;
+  const pmrkit::datagram::tcp_receiver_options tcp;
+  auto n = [](auto value) { return std::to_string(value); };
+  return "usage: pmrkit-listen [--udp PORT] [--tcp PORT] [options]   (at least one of the two)\n"
+         "  --udp PORT            receive syslog datagrams on ADDRESS:PORT (0: a free port)\n"
+         "  --tcp PORT            accept syslog over TCP on ADDRESS:PORT (RFC 6587 octet\n"
+         "                        counting or newline framing)\n"
+         "  --address ADDRESS     numeric IPv4 or IPv6 address to listen on; 0.0.0.0 or ::\n"
+         "                        for every interface (default " + udp.address + ")\n"
+         "  --strategy SPEC       memory strategy for the buffers, e.g. size_class or\n"
+         "                        std_unsync_pool:max_blocks_per_chunk=32 (default new_delete)\n"
+         "  --count N             stop after N messages (default: until SIGINT or SIGTERM)\n"
+         "  --print               print each message on its own line to stdout\n"
+         "UDP:\n"
+         "  --max-datagram BYTES  largest datagram handed on, 1.." + n(max_datagram_limit) +
+         " (default " + n(udp.max_datagram_size) + ");\n"
+         "                        a longer one is counted as truncated. UDP carries at most\n"
+         "                        65507 bytes over IPv4, 65527 over IPv6: from 65527 up,\n"
+         "                        nothing is truncated\n"
+         "  --receive-buffer BYTES  kernel receive buffer (SO_RCVBUF), 0.." + n(max_receive_buffer) +
+         "\n                        (default " + n(udp.receive_buffer_size) +
+         ": the system's; the kernel caps it at net.core.rmem_max\n"
+         "                        unless run with CAP_NET_ADMIN)\n"
+         "TCP:\n"
+         "  --max-connections N   connections open at once, 1.." + n(max_connections_limit) +
+         " (default " + n(tcp.max_connections) + ");\n"
+         "                        more are closed at once and counted as rejected\n"
+         "  --max-per-peer N      connections one address may hold, 1.." + n(max_connections_limit) +
+         " (default " + n(tcp.max_connections_per_peer) + ");\n"
+         "                        more from it are closed at once and counted as rejected\n"
+         "  --idle-timeout SECONDS  close a connection that sends nothing this long, 0.." +
+         n(max_idle_seconds) + "\n                        (default " + n(whole_seconds(tcp.idle_timeout)) +
+         "; 0: never)\n"
+         "  --max-frame BYTES     largest message, 1.." + n(max_frame_limit) + " (default " +
+         n(tcp.max_frame_size) + ");\n"
+         "                        a longer one closes its connection\n"
+         "  --framing MODE        automatic, octet-counting or newline (default " +
+         std::string(framing_name(tcp.mode)) + ");\n"
+         "                        automatic: a digit starts an octet count, anything else a line\n"
+         "Try: pmrkit-listen --udp 5514 --print   and, in another terminal,\n"
+         "     logger -n 127.0.0.1 -P 5514 -d 'hello from logger'\n";
+}
 
 struct arguments {
   std::optional<std::uint16_t> udp_port;
@@ -51,6 +109,8 @@ struct arguments {
   std::uint64_t count = 0;  // 0: no limit
   bool print = false;
   bool help = false;
+  pmrkit::datagram::udp_receiver_options udp;  // address and port are filled in at the end
+  pmrkit::datagram::tcp_receiver_options tcp;
 };
 
 class usage_error : public std::invalid_argument {
@@ -69,8 +129,29 @@ Integer parse_number(std::string_view flag, std::string_view text, Integer low, 
   return value;
 }
 
+std::string parse_address(std::string_view flag, std::string_view text) {
+  try {
+    (void)pmrkit::datagram::peer_address::numeric(std::string(text), 0);
+  } catch (const std::invalid_argument&) {
+    throw usage_error(std::string(flag) + " needs a numeric IPv4 or IPv6 address (such as "
+                      "127.0.0.1, ::1, or 0.0.0.0 or :: for every interface), not \"" +
+                      std::string(text) + "\"");
+  }
+  return std::string(text);
+}
+
+pmrkit::datagram::framing parse_framing(std::string_view flag, std::string_view text) {
+  using pmrkit::datagram::framing;
+  for (const framing mode : {framing::automatic, framing::octet_counting, framing::newline}) {
+    if (text == framing_name(mode)) return mode;
+  }
+  throw usage_error(std::string(flag) + " needs automatic, octet-counting or newline, not \"" +
+                    std::string(text) + "\"");
+}
+
 arguments parse_arguments(int argc, char** argv) {
   arguments args;
+  std::string address = args.udp.address;
   for (int i = 1; i < argc; ++i) {
     const std::string_view flag = argv[i];
     auto value = [&]() -> std::string_view {
@@ -81,12 +162,30 @@ arguments parse_arguments(int argc, char** argv) {
       args.udp_port = parse_number<std::uint16_t>(flag, value(), 0, 65535);
     } else if (flag == "--tcp") {
       args.tcp_port = parse_number<std::uint16_t>(flag, value(), 0, 65535);
+    } else if (flag == "--address") {
+      address = parse_address(flag, value());
     } else if (flag == "--strategy") {
       args.strategy = std::string(value());
     } else if (flag == "--count") {
       args.count = parse_number<std::uint64_t>(flag, value(), 1, UINT64_MAX);
     } else if (flag == "--print") {
       args.print = true;
+    } else if (flag == "--max-datagram") {
+      args.udp.max_datagram_size = parse_number<std::size_t>(flag, value(), 1, max_datagram_limit);
+    } else if (flag == "--receive-buffer") {
+      args.udp.receive_buffer_size = parse_number<std::size_t>(flag, value(), 0, max_receive_buffer);
+    } else if (flag == "--max-connections") {
+      args.tcp.max_connections = parse_number<std::size_t>(flag, value(), 1, max_connections_limit);
+    } else if (flag == "--max-per-peer") {
+      args.tcp.max_connections_per_peer =
+          parse_number<std::size_t>(flag, value(), 1, max_connections_limit);
+    } else if (flag == "--idle-timeout") {
+      args.tcp.idle_timeout =
+          std::chrono::seconds(parse_number<std::uint64_t>(flag, value(), 0, max_idle_seconds));
+    } else if (flag == "--max-frame") {
+      args.tcp.max_frame_size = parse_number<std::size_t>(flag, value(), 1, max_frame_limit);
+    } else if (flag == "--framing") {
+      args.tcp.mode = parse_framing(flag, value());
     } else if (flag == "--help" || flag == "-h") {
       args.help = true;
       return args;
@@ -95,7 +194,16 @@ arguments parse_arguments(int argc, char** argv) {
     }
   }
   if (!args.udp_port && !args.tcp_port) throw usage_error("give --udp PORT, --tcp PORT or both");
+  args.udp.address = address;
+  args.tcp.address = address;
+  args.udp.port = args.udp_port.value_or(0);
+  args.tcp.port = args.tcp_port.value_or(0);
   return args;
+}
+
+// "1 message", "2 messages".
+std::string count_of(std::uint64_t n, std::string_view one, std::string_view many) {
+  return std::to_string(n) + " " + std::string(n == 1 ? one : many);
 }
 
 // One message, one line: bytes that would break the line (or the terminal) are escaped.
@@ -169,8 +277,8 @@ int listen(const arguments& args, std::pmr::memory_resource* strategy) {
   {
     std::optional<udp_receiver> udp;
     std::optional<tcp_receiver> tcp;
-    if (args.udp_port) udp.emplace(udp_receiver_options{.port = *args.udp_port}, &counted);
-    if (args.tcp_port) tcp.emplace(tcp_receiver_options{.port = *args.tcp_port}, &counted);
+    if (args.udp_port) udp.emplace(args.udp, &counted);
+    if (args.tcp_port) tcp.emplace(args.tcp, &counted);
     shared.attach(udp ? &*udp : nullptr, tcp ? &*tcp : nullptr);
     if (tcp) {
       tcp->set_error_handler([](const connection_error& e) {
@@ -180,8 +288,8 @@ int listen(const arguments& args, std::pmr::memory_resource* strategy) {
       });
     }
     std::string banner = "pmrkit-listen: strategy " + args.strategy;
-    if (udp) banner += ", udp 127.0.0.1:" + std::to_string(udp->local_port());
-    if (tcp) banner += ", tcp 127.0.0.1:" + std::to_string(tcp->local_port());
+    if (udp) banner += ", udp " + peer_address::numeric(args.udp.address, udp->local_port()).to_string();
+    if (tcp) banner += ", tcp " + peer_address::numeric(args.tcp.address, tcp->local_port()).to_string();
     std::fprintf(stderr, "%s\n", banner.c_str());
     std::fflush(stderr);
 
@@ -231,26 +339,34 @@ int listen(const arguments& args, std::pmr::memory_resource* strategy) {
     if (failure) std::rethrow_exception(failure);
   }
   const pmrkit::allocation_stats memory = counted.stats();
-  std::fprintf(stderr, "pmrkit-listen: received %llu messages",
-               static_cast<unsigned long long>(shared.handled()));
+  std::string summary = "pmrkit-listen: received " + count_of(shared.handled(), "message", "messages");
   if (args.udp_port && args.tcp_port) {
-    std::fprintf(stderr, " (udp %llu, tcp %llu)", static_cast<unsigned long long>(udp_stats.received),
-                 static_cast<unsigned long long>(tcp_stats.frames));
+    summary += " (udp " + std::to_string(udp_stats.received) + ", tcp " +
+               std::to_string(tcp_stats.frames) + ")";
   }
-  std::fprintf(stderr, "\n");
+  summary += "\n";
   if (shared.ignored() != 0)
-    std::fprintf(stderr, "  ignored after --count: %llu\n", static_cast<unsigned long long>(shared.ignored()));
+    summary += "  ignored after --count: " + count_of(shared.ignored(), "message", "messages") + "\n";
   if (args.udp_port) {
-    std::fprintf(stderr, "  udp: truncated %llu, dropped by the kernel %llu\n",
-                 static_cast<unsigned long long>(udp_stats.truncated),
-                 static_cast<unsigned long long>(udp_stats.kernel_drops));
+    summary += "  udp: " + count_of(udp_stats.received, "datagram", "datagrams") + " (" +
+               count_of(udp_stats.bytes_received, "byte", "bytes") + ") in " +
+               count_of(udp_stats.batches, "batch", "batches") + ", " +
+               std::to_string(udp_stats.truncated) + " truncated, " +
+               std::to_string(udp_stats.kernel_drops) + " dropped by the kernel\n";
   }
   if (args.tcp_port) {
-    std::fprintf(stderr, "  tcp: connections %llu, framing errors %llu, cut at close %llu\n",
-                 static_cast<unsigned long long>(tcp_stats.connections_accepted),
-                 static_cast<unsigned long long>(tcp_stats.framing_errors),
-                 static_cast<unsigned long long>(tcp_stats.cut_at_close));
+    summary += "  tcp: " + count_of(tcp_stats.frames, "message", "messages") + " (" +
+               count_of(tcp_stats.bytes_received, "byte", "bytes") + "); " +
+               count_of(tcp_stats.connections_accepted, "connection", "connections") + " accepted, " +
+               std::to_string(tcp_stats.connections_closed) + " closed, " +
+               std::to_string(tcp_stats.connections_rejected) + " rejected, " +
+               std::to_string(tcp_stats.idle_closed) + " closed idle, " +
+               std::to_string(tcp_stats.connections_reset) + " reset, " +
+               count_of(tcp_stats.framing_errors, "framing error", "framing errors") + ", " +
+               std::to_string(tcp_stats.cut_at_close) + " cut at close, " +
+               count_of(tcp_stats.accept_failures, "accept failure", "accept failures") + "\n";
   }
+  std::fputs(summary.c_str(), stderr);
   std::fprintf(stderr, "  allocations seen: %llu (%llu bytes), bytes still in use at exit: %llu\n",
                static_cast<unsigned long long>(memory.allocations),
                static_cast<unsigned long long>(memory.bytes_allocated),
@@ -266,13 +382,13 @@ int main(int argc, char** argv) {
   try {
     args = parse_arguments(argc, argv);
     if (args.help) {
-      std::fputs(usage_text, stdout);
+      std::fputs(usage_text().c_str(), stdout);
       return 0;
     }
     strategy = pmrkit::make_resource(args.strategy);
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "pmrkit-listen: %s\n", e.what());
-    std::fputs(usage_text, stderr);
+    std::fputs(usage_text().c_str(), stderr);
     return 2;
   }
   sigset_t set;

@@ -1,10 +1,13 @@
 #include "pmrkit/zstd/decompressor.hpp"
 
 #include <algorithm>
+#include <limits>
+#include <stdexcept>
 #include <new>
 #include <string>
 #include <utility>
 
+#include "pmrkit/buffer_pool.hpp"
 #include "pmrkit/zstd/errors.hpp"
 #include "zstd_support.hpp"
 
@@ -14,6 +17,26 @@ namespace {
 constexpr int min_window_log = 10;
 constexpr int max_window_log = 31;  // ZSTD_WINDOWLOG_MAX on 64-bit
 constexpr std::size_t block_alignment = alignof(std::max_align_t);
+
+// Output chunk for measuring a frame that does not declare its size (on the stack; zstd
+// decodes each block into its own window buffer and copies it out in chunks this size).
+constexpr std::size_t scratch_bytes = 8 * 1024;
+
+// `destination`'s bytes, with room for `extra` more, in a new block from the same pool or
+// resource; `destination` itself is left alone.
+byte_buffer copy_with_room(const byte_buffer& destination, std::size_t extra) {
+  if (extra > std::numeric_limits<std::size_t>::max() - destination.size()) {
+    throw std::length_error("pmrkit::zstd::decompressor: " + std::to_string(extra) +
+                            " bytes of output do not fit after the " +
+                            std::to_string(destination.size()) + " in the destination");
+  }
+  const std::size_t capacity = destination.size() + extra;
+  byte_buffer larger = destination.pool() != nullptr
+                           ? destination.pool()->acquire(capacity)
+                           : byte_buffer::make_standalone(destination.resource(), capacity);
+  larger.append(destination.span());
+  return larger;
+}
 
 }  // namespace
 
@@ -46,6 +69,41 @@ struct decompressor::impl {
     std::memcpy(&bytes, block, sizeof bytes);
     self->memory_bytes -= bytes + block_alignment;
     self->resource->deallocate(block, bytes + block_alignment, block_alignment);
+  }
+
+  // Streams every frame into a small scratch block and discards it: the content size, without
+  // ever growing a buffer for it. Throws output_limit_exceeded as soon as the output passes
+  // `limit`, corrupt_frame for anything zstd refuses.
+  std::size_t measure(std::span<const std::byte> source, std::size_t limit,
+                      const decompressor_options& options) {
+    ZSTD_DCtx_reset(context, ZSTD_reset_session_only);
+    try {
+      std::byte scratch[scratch_bytes];
+      ZSTD_inBuffer in{source.data(), source.size(), 0};
+      std::size_t produced = 0;
+      for (;;) {
+        ZSTD_outBuffer out{scratch, sizeof scratch, 0};
+        const std::size_t in_before = in.pos;
+        const std::size_t remaining = ZSTD_decompressStream(context, &out, &in);
+        if (ZSTD_isError(remaining)) fail(remaining, options);
+        produced += out.pos;
+        if (produced > limit) {
+          throw output_limit_exceeded("pmrkit::zstd::decompressor: the input produces more "
+                                      "than the allowed " + std::to_string(limit) + " bytes");
+        }
+        if (remaining == 0 && in.pos == in.size) return produced;  // every frame complete
+        if (in.pos == in.size && out.pos < out.size) {
+          throw corrupt_frame("pmrkit::zstd::decompressor: the input ends inside a frame "
+                              "(truncated after " + std::to_string(source.size()) + " bytes)");
+        }
+        if (in.pos == in_before && out.pos == 0) {
+          throw corrupt_frame("pmrkit::zstd::decompressor: zstd made no progress on the input");
+        }
+      }
+    } catch (...) {
+      ZSTD_DCtx_reset(context, ZSTD_reset_session_only);
+      throw;
+    }
   }
 
   [[noreturn]] void fail(std::size_t code, const decompressor_options& options) const {
@@ -132,7 +190,6 @@ std::size_t decompressor::decompress(std::span<const std::byte> source, byte_buf
   if (source.empty()) {
     throw corrupt_frame("pmrkit::zstd::decompressor: empty input is not a zstd frame");
   }
-  const std::size_t start = destination.size();
   // Walks the frame headers only (bounded by source.size()): the total they declare, or
   // UNKNOWN if a frame does not declare its size, or ERROR for anything malformed/truncated.
   const unsigned long long declared = ZSTD_findDecompressedSize(source.data(), source.size());
@@ -141,71 +198,40 @@ std::size_t decompressor::decompress(std::span<const std::byte> source, byte_buf
                         " input bytes are not a sequence of complete zstd frames (bad magic "
                         "number, corrupt header, or truncated)");
   }
-  if (declared != ZSTD_CONTENTSIZE_UNKNOWN) {
-    if (declared > limit) {
-      throw output_limit_exceeded("pmrkit::zstd::decompressor: the input declares " +
-                                  std::to_string(declared) + " bytes of content, more than the "
-                                  "allowed " + std::to_string(limit));
-    }
-    const auto size = static_cast<std::size_t>(declared);
-    destination.reserve(start + size + 1);
-    // One pass straight into the buffer. A frame that produces more than it declared fails
-    // with dstSize_tooSmall: the capacity given is the declared size.
-    const std::size_t produced = ZSTD_decompressDCtx(
-        impl_->context, destination.data() + start, size, source.data(), source.size());
-    if (ZSTD_isError(produced)) {
-      if (ZSTD_getErrorCode(produced) == ZSTD_error_dstSize_tooSmall) {
-        throw corrupt_frame("pmrkit::zstd::decompressor: the frame produces more than the " +
-                            std::to_string(size) + " bytes it declares");
-      }
-      impl_->fail(produced, options_);
-    }
-    if (produced != size) {
-      throw corrupt_frame("pmrkit::zstd::decompressor: the frame declares " +
-                          std::to_string(size) + " bytes but produces " +
-                          std::to_string(produced));
-    }
-    destination.commit(produced);
-    return produced;
+  if (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared > limit) {
+    throw output_limit_exceeded("pmrkit::zstd::decompressor: the input declares " +
+                                std::to_string(declared) + " bytes of content, more than the "
+                                "allowed " + std::to_string(limit));
   }
+  // Some frame does not declare its size: decode once into a scratch block just to count (and
+  // validate), so that neither a bomb nor a buffer grown for it ever costs more than the limit.
+  const std::size_t size = declared == ZSTD_CONTENTSIZE_UNKNOWN
+                               ? impl_->measure(source, limit, options_)
+                               : static_cast<std::size_t>(declared);
 
-  // Some frame does not declare its size: stream, never letting zstd write past limit + 1
-  // bytes (one more than allowed, to tell "exactly the limit" from "more").
-  try {
-    ZSTD_DCtx_reset(impl_->context, ZSTD_reset_session_only);
-    ZSTD_inBuffer in{source.data(), source.size(), 0};
-    std::size_t produced = 0;
-    for (;;) {
-      const std::size_t allowed = limit - produced + 1;  // produced <= limit here
-      const std::size_t step = std::min(allowed, std::max(ZSTD_DStreamOutSize(), produced));
-      if (destination.capacity() - destination.size() < step) {
-        destination.reserve(destination.size() + step);
-      }
-      const std::size_t room = std::min(destination.capacity() - destination.size(), allowed);
-      ZSTD_outBuffer out{destination.data() + destination.size(), room, 0};
-      const std::size_t in_before = in.pos;
-      const std::size_t remaining = ZSTD_decompressStream(impl_->context, &out, &in);
-      if (ZSTD_isError(remaining)) impl_->fail(remaining, options_);
-      destination.commit(out.pos);
-      produced += out.pos;
-      if (produced > limit) {
-        throw output_limit_exceeded("pmrkit::zstd::decompressor: the input produces more than "
-                                    "the allowed " + std::to_string(limit) + " bytes");
-      }
-      if (remaining == 0 && in.pos == in.size) return produced;  // every frame complete
-      if (in.pos == in.size && out.pos < out.size) {
-        throw corrupt_frame("pmrkit::zstd::decompressor: the input ends inside a frame "
-                            "(truncated after " + std::to_string(source.size()) + " bytes)");
-      }
-      if (in.pos == in_before && out.pos == 0) {
-        throw corrupt_frame("pmrkit::zstd::decompressor: zstd made no progress on the input");
-      }
+  // One pass into exactly the room needed. If the destination lacks it, its bytes are copied
+  // into a larger block that replaces it only on success: a failure leaves its storage alone.
+  const std::size_t start = destination.size();
+  const bool fits = destination.capacity() - start >= size;
+  byte_buffer larger = fits ? byte_buffer() : copy_with_room(destination, size);
+  byte_buffer& target = fits ? destination : larger;
+  // A frame that produces more than it declared fails with dstSize_tooSmall.
+  const std::size_t produced = ZSTD_decompressDCtx(impl_->context, target.data() + start, size,
+                                                   source.data(), source.size());
+  if (ZSTD_isError(produced)) {
+    if (ZSTD_getErrorCode(produced) == ZSTD_error_dstSize_tooSmall) {
+      throw corrupt_frame("pmrkit::zstd::decompressor: the frame produces more than the " +
+                          std::to_string(size) + " bytes it declares");
     }
-  } catch (...) {
-    destination.resize_for_overwrite(start);  // shrinking: the buffer as it was
-    ZSTD_DCtx_reset(impl_->context, ZSTD_reset_session_only);
-    throw;
+    impl_->fail(produced, options_);
   }
+  if (produced != size) {
+    throw corrupt_frame("pmrkit::zstd::decompressor: the frame declares " + std::to_string(size) +
+                        " bytes but produces " + std::to_string(produced));
+  }
+  target.commit(produced);
+  if (!fits) destination = std::move(larger);
+  return produced;
 }
 
 }  // namespace pmrkit::zstd

@@ -161,6 +161,91 @@ TEST_CASE("tcp_receiver turns away connections over max_connections", "[tcp]") {
   CHECK(c.closed_by_peer());
 }
 
+// Raises the soft descriptor limit to `needed` if the hard limit allows; true if it is there.
+bool allow_descriptors(rlim_t needed) {
+  rlimit limit{};
+  ::getrlimit(RLIMIT_NOFILE, &limit);
+  if (limit.rlim_cur >= needed) return true;
+  if (limit.rlim_max < needed) return false;
+  limit.rlim_cur = needed;
+  return ::setrlimit(RLIMIT_NOFILE, &limit) == 0;
+}
+
+// The lock-out a syslog receiver must not allow: one peer (127.0.0.2) opens as many idle
+// connections as the receiver will take, then a well-behaved client (127.0.0.1) sends one
+// message. With the defaults a server runs with, that message must arrive.
+TEST_CASE("tcp_receiver serves a well-behaved client while one peer holds all it may",
+          "[tcp]") {
+  tcp_receiver rx;
+  const std::size_t hostile_count = rx.options().max_connections;
+  REQUIRE(allow_descriptors(2 * hostile_count + 256));
+  auto serve = [&] { rx.poll_once(100ms, [](tcp_frame&) { FAIL("the hostile peer sends nothing"); }); };
+  std::vector<std::unique_ptr<tcp_client>> hostile;
+  while (hostile.size() < hostile_count) {
+    hostile.push_back(std::make_unique<tcp_client>(rx.local_port(), "127.0.0.2"));
+    // Accept as they come: a full accept queue would make connect() wait for a SYN retry.
+    if (hostile.size() % 32 == 0 || hostile.size() == hostile_count) {
+      poll_until([&] { return rx.stats().connections_accepted == hostile.size(); }, serve);
+    }
+  }
+  REQUIRE(rx.stats().connections_accepted == hostile_count);
+  tcp_client good(rx.local_port());
+  REQUIRE(good.send("<13>well-behaved\n"));
+  std::vector<std::string> got;
+  poll_until([&] { return !got.empty(); }, [&] {
+    rx.poll_once(100ms, [&](tcp_frame& f) { got.push_back(as_string(f.bytes())); });
+  });
+  CHECK(got == std::vector<std::string>{"<13>well-behaved"});
+  // The peer holds its maximum; the rest of its connections were turned away.
+  const std::size_t per_peer = rx.options().max_connections_per_peer;
+  CHECK(rx.stats().connections_rejected == hostile_count - per_peer);
+  CHECK(rx.open_connections() == per_peer + 1);
+}
+
+TEST_CASE("tcp_receiver limits the connections each peer address holds", "[tcp]") {
+  tcp_receiver rx({.max_connections = 8, .max_connections_per_peer = 3});
+  auto serve = [&] { rx.poll_once(100ms, [](tcp_frame&) {}); };
+  std::vector<std::unique_ptr<tcp_client>> hostile;
+  for (int i = 0; i < 6; ++i) hostile.push_back(std::make_unique<tcp_client>(rx.local_port(), "127.0.0.2"));
+  poll_until([&] { return rx.stats().connections_accepted == 6; }, serve);
+  CHECK(rx.stats().connections_rejected == 3);
+  CHECK(rx.open_connections() == 3);
+  for (int i = 3; i < 6; ++i) CHECK(hostile[static_cast<std::size_t>(i)]->closed_by_peer());
+  // Other addresses are served (the port does not make a peer: every client here has its own).
+  tcp_client other(rx.local_port(), "127.0.0.3");
+  tcp_client local(rx.local_port());
+  REQUIRE(other.send("<13>from .3\n"));
+  REQUIRE(local.send("<13>from .1\n"));
+  collected c;
+  serve_until(rx, c, 2);
+  CHECK(std::set<std::string>(c.frames.begin(), c.frames.end()) ==
+        std::set<std::string>{"<13>from .3", "<13>from .1"});
+  // A connection the peer closes frees its place for another from the same peer.
+  hostile[0]->close();
+  poll_until([&] { return rx.open_connections() == 4; }, serve);
+  tcp_client again(rx.local_port(), "127.0.0.2");
+  REQUIRE(again.send("<13>again\n"));
+  serve_until(rx, c, 3);
+  CHECK(c.frames.size() == 3);
+  CHECK(rx.stats().connections_rejected == 3);
+}
+
+TEST_CASE("tcp_receiver closes and counts a connection idle for idle_timeout", "[tcp]") {
+  tcp_receiver rx({.idle_timeout = 50ms});
+  tcp_client idle(rx.local_port());
+  tcp_client cut(rx.local_port());
+  REQUIRE(cut.send("20 only part"));
+  // Each wait is far longer than the timeout: the receiver must end it itself to close them.
+  poll_until([&] { return rx.stats().idle_closed == 2; },
+             [&] { rx.poll_once(30s, [](tcp_frame&) { FAIL("nothing complete was sent"); }); });
+  CHECK(rx.stats().idle_closed == 2);
+  CHECK(rx.stats().connections_closed == 2);
+  CHECK(rx.stats().cut_at_close == 0);  // closed by the receiver, not ended by the peer
+  CHECK(rx.open_connections() == 0);
+  CHECK(idle.closed_by_peer());
+  CHECK(cut.closed_by_peer());
+}
+
 // Lowers the soft descriptor limit to what is open now, and restores it when destroyed.
 class descriptor_limit_guard {
  public:
@@ -235,6 +320,20 @@ TEST_CASE("tcp_receiver counts a connection that ends inside a frame", "[tcp]") 
   CHECK(rx.stats().cut_at_close == 1);
 }
 
+TEST_CASE("tcp_receiver counts a connection reset inside a frame", "[tcp]") {
+  tcp_receiver rx;
+  tcp_client client(rx.local_port());
+  REQUIRE(client.send("20 only part"));
+  auto serve = [&] { rx.poll_once(100ms, [](tcp_frame&) { FAIL("a cut frame is not handed on"); }); };
+  // The partial frame is read before the reset, which might otherwise discard it unread.
+  poll_until([&] { return rx.stats().bytes_received == 12; }, serve);
+  client.reset();
+  poll_until([&] { return rx.stats().connections_closed == 1; }, serve);
+  CHECK(rx.stats().connections_closed == 1);
+  CHECK(rx.stats().cut_at_close == 1);
+  CHECK(rx.stats().connections_reset == 1);
+}
+
 TEST_CASE("tcp_receiver lets the handler keep a frame's buffer", "[tcp]") {
   pmrkit::counting_resource counted;
   {
@@ -299,6 +398,10 @@ TEST_CASE("tcp_receiver rejects bad options", "[tcp]") {
   CHECK_THROWS_WITH(tcp_receiver({.read_buffer_size = 1}),
                     Catch::Matchers::Contains("read_buffer_size 1 is out of range"));
   CHECK_THROWS_AS(tcp_receiver({.max_connections = 0}), invalid_option);
+  CHECK_THROWS_WITH(tcp_receiver({.max_connections_per_peer = 0}),
+                    Catch::Matchers::Contains("max_connections_per_peer 0 is out of range"));
+  CHECK_THROWS_WITH(tcp_receiver({.idle_timeout = -1ms}),
+                    Catch::Matchers::Contains("idle_timeout -1 ms is out of range"));
   tcp_receiver first;
   CHECK_THROWS_AS(tcp_receiver({.port = first.local_port()}), socket_error);
 }

@@ -8,7 +8,9 @@
 // large for it), so a steady stream costs no pool traffic at all. Reads go into one pooled
 // read buffer the receiver reuses. A connection whose stream breaks the framing (a
 // frame over max_frame_size, a bad octet count) is closed and counted, and the error is passed
-// to the error handler if one is set; the other connections are served on.
+// to the error handler if one is set; the other connections are served on. So that no one
+// peer can take every connection, each peer address (its port left out) may hold at most
+// max_connections_per_peer, and a connection that sends nothing for idle_timeout is closed.
 //
 // Thread-safety: one thread at a time calls run() or poll_once(), and the handlers run on that
 // thread. stop() may be called from any thread and from a signal handler; stats(),
@@ -43,6 +45,12 @@ struct tcp_receiver_options {
   framing mode = framing::automatic;
   std::size_t max_frame_size = 64 * 1024;  // 1 byte .. 1 GiB
   std::size_t max_connections = 1024;      // more are accepted and closed at once, and counted
+  // Connections one peer address may hold at once (all its ports together); more from it are
+  // accepted, closed at once and counted as rejected. 1 .. max_connections makes sense; more
+  // than max_connections is no limit.
+  std::size_t max_connections_per_peer = 64;
+  // A connection that sends nothing for this long is closed and counted; 0: never.
+  std::chrono::milliseconds idle_timeout = std::chrono::minutes(5);
   std::size_t read_buffer_size = 64 * 1024;  // bytes per read() call, 512 .. 16 MiB
   int listen_backlog = 128;
 };
@@ -52,11 +60,13 @@ struct tcp_receiver_stats {
   std::uint64_t bytes_received = 0;        // every byte read, framing included
   std::uint64_t connections_accepted = 0;
   std::uint64_t connections_closed = 0;    // for any reason
-  std::uint64_t connections_rejected = 0;  // over max_connections
+  std::uint64_t connections_rejected = 0;  // over max_connections or max_connections_per_peer
   std::uint64_t framing_errors = 0;        // connections closed for breaking the framing
-  std::uint64_t cut_at_close = 0;          // connections that ended inside a frame
+  std::uint64_t cut_at_close = 0;          // connections that ended inside a frame (closed or reset)
   std::uint64_t accept_failures = 0;       // accept() found no descriptor or memory; accepting
                                            // then pauses 100 ms (the connection waits queued)
+  std::uint64_t connections_reset = 0;     // ended by the peer with a reset (RST) or an error
+  std::uint64_t idle_closed = 0;           // closed after sending nothing for idle_timeout
 };
 
 // What the message handler receives. `buffer` holds exactly the message (no count, no LF).
@@ -89,7 +99,8 @@ class tcp_receiver {
   tcp_receiver& operator=(const tcp_receiver&) = delete;
 
   // Waits up to `timeout` (negative: no limit) for activity or stop(), then accepts, reads and
-  // hands on what is ready. Returns the number of messages handed on. If the handler throws,
+  // hands on what is ready, and closes connections idle for idle_timeout (the wait ends early
+  // when one is due). Returns the number of messages handed on. If the handler throws,
   // the exception propagates and the connection the message came from is closed (the rest of
   // its bytes cannot be framed).
   std::size_t poll_once(std::chrono::milliseconds timeout, tcp_frame_handler handler);

@@ -40,7 +40,8 @@ struct udp_receiver_options {
   std::string address = "127.0.0.1";  // numeric IPv4 or IPv6 address to bind
   std::uint16_t port = 0;             // 0: an ephemeral port, see local_port()
   // Largest datagram handed on, 1..65536 bytes; a longer one is counted in `truncated` and
-  // dropped. 64 KiB holds any UDP datagram over IPv4.
+  // dropped. A UDP datagram carries at most 65,507 bytes over IPv4 and 65,527 over IPv6 (no
+  // jumbograms), so any value from 65,527 up, the default included, hands on every datagram.
   std::size_t max_datagram_size = 64 * 1024;
   // Kernel receive buffer (SO_RCVBUF), see udp_socket_options; 0 keeps the system default.
   std::size_t receive_buffer_size = 0;

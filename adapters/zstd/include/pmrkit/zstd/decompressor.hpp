@@ -2,10 +2,12 @@
 //
 // decompress() appends what a sequence of zstd frames holds to a caller-supplied byte_buffer,
 // and refuses, with output_limit_exceeded, input that declares or produces more than the limit
-// — before allocating for it: a frame that declares its size is checked first and decoded in
-// one pass; a frame that does not is streamed into the buffer with the output capped at the
-// limit (the buffer grows geometrically, so its capacity stays within twice the limit). Corrupt,
-// truncated and non-zstd input throws corrupt_frame. On any throw the buffer is left as it was.
+// — before allocating for it: frames that declare their size are checked first and decoded in
+// one pass; input with a frame that does not is first decoded into a small scratch block, only
+// to count its output (stopping as soon as it passes the limit), and then decoded again into
+// exactly the room it needs. The destination grows at most once per call, to exactly its size
+// plus the output. Corrupt, truncated and non-zstd input throws corrupt_frame. On any throw the
+// destination is left exactly as it was: its bytes, size, capacity and storage (data()).
 // The zstd context's memory comes from the resource (the frame window, for streamed frames,
 // is at most 2^max_window_log bytes) and is kept for the next call; memory_bytes() reports it.
 // One thread at a time; move-only (a moved-from decompressor may only be destroyed or assigned
