@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cassert>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -311,15 +312,16 @@ void size_class_engine<Policy>::free_chunks(chunk_header* chain,
 template <class Policy>
 void* size_class_engine<Policy>::allocate_large(std::size_t bytes, std::size_t alignment) {
   void* const block = upstream_->allocate(bytes, alignment);
+  std::size_t table_grew_by = 0;
   try {
     const std::lock_guard lock(large_mutex_);
-    large_blocks_.emplace(block, large_block{bytes, alignment});
+    table_grew_by = large_blocks_.insert({block, bytes, alignment}, upstream_);
     ++large_allocations_;
   } catch (...) {
     upstream_->deallocate(block, bytes, alignment);
     throw;
   }
-  peak_bytes_from_upstream_.raise_to(bytes_from_upstream_.add(bytes));
+  peak_bytes_from_upstream_.raise_to(bytes_from_upstream_.add(bytes + table_grew_by));
   return block;
 }
 
@@ -328,8 +330,13 @@ void size_class_engine<Policy>::deallocate_large(void* block, std::size_t bytes,
                                                  std::size_t alignment) noexcept {
   {
     const std::lock_guard lock(large_mutex_);
-    // Not ours (freed already, or by release()): leave it alone rather than free it twice.
-    if (large_blocks_.erase(block) == 0) return;
+    if (large_blocks_.erase(block).address == nullptr) {
+      // Not ours: never given out here, freed twice, or freed after release(). Freeing it
+      // would hand upstream memory it may not own; count it so stats() shows the caller's bug.
+      ++large_unknown_deallocations_;
+      assert(!"pmrkit: size_class: deallocate() of a large block this resource does not hold");
+      return;
+    }
     ++large_deallocations_;
   }
   bytes_from_upstream_.subtract(bytes);
@@ -354,16 +361,14 @@ void size_class_engine<Policy>::release() noexcept {
     }
     free_chunks(all, info_[index].chunk_bytes);
   }
-  std::unordered_map<void*, large_block> large;
-  {
-    const std::lock_guard lock(large_mutex_);
-    large.swap(large_blocks_);
-    large_allocations_ = large_deallocations_ = 0;
-  }
-  for (const auto& [block, info] : large) {
-    upstream_->deallocate(block, info.bytes, info.alignment);
-    bytes_from_upstream_.subtract(info.bytes);
-  }
+  const std::lock_guard lock(large_mutex_);  // release() runs alone; this only orders memory
+  large_blocks_.for_each([&](const large_blocks::block& b) {
+    upstream_->deallocate(b.address, b.bytes, b.alignment);
+    bytes_from_upstream_.subtract(b.bytes);
+  });
+  bytes_from_upstream_.subtract(large_blocks_.storage_bytes());
+  large_blocks_.release_storage(upstream_);
+  large_allocations_ = large_deallocations_ = large_unknown_deallocations_ = 0;
 }
 
 template <class Policy>
@@ -416,6 +421,7 @@ size_class_stats size_class_engine<Policy>::stats() const {
     out.large_allocations = large_allocations_;
     out.large_deallocations = large_deallocations_;
     out.large_live_blocks = large_blocks_.size();
+    out.large_unknown_deallocations = large_unknown_deallocations_;
   }
   out.bytes_from_upstream = bytes_from_upstream_.get();
   // The peak is raised just after the bytes grow; a snapshot in between must not show less.

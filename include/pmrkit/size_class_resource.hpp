@@ -60,7 +60,11 @@ struct size_class_stats {
   std::uint64_t large_allocations = 0;    // requests that went straight to upstream
   std::uint64_t large_deallocations = 0;
   std::uint64_t large_live_blocks = 0;
-  std::uint64_t bytes_from_upstream = 0;       // held now: chunks and large blocks
+  // deallocate() calls with a large block this resource does not hold (never allocated here,
+  // freed twice, or freed after release()): a caller's bug, ignored and counted here (debug
+  // builds also assert).
+  std::uint64_t large_unknown_deallocations = 0;
+  std::uint64_t bytes_from_upstream = 0;       // held now: chunks, large blocks, their table
   std::uint64_t peak_bytes_from_upstream = 0;  // high-water mark of bytes_from_upstream
   std::uint64_t empty_chunk_bytes = 0;         // held in chunks whose blocks are all free
 };

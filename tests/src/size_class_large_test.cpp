@@ -70,3 +70,36 @@ TEMPLATE_TEST_CASE("size_class: every upstream allocation of the large path can 
   CHECK(result.allocations > many);  // the blocks, and the memory that tracks them
   CHECK(result.surfaced == result.steps - 1);
 }
+
+// Debug builds assert on such a free instead; the count is what release builds show.
+#ifdef NDEBUG
+TEMPLATE_TEST_CASE("size_class: a large block the resource does not hold is counted, not freed",
+                   "[size_class][large]", pmrkit::size_class_resource,
+                   pmrkit::size_class_unsync_resource) {
+  pmrkit::counting_resource upstream(std::pmr::new_delete_resource());
+  TestType r(options(), &upstream);
+  TestType other(options(), &upstream);
+
+  void* foreign = other.allocate(large, 16);
+  r.deallocate(foreign, large, 16);  // given out by another resource
+  CHECK(r.stats().large_unknown_deallocations == 1);
+  CHECK(r.stats().large_deallocations == 0);
+  CHECK(other.stats().large_live_blocks == 1);  // still other's, still allocated
+  other.deallocate(foreign, large, 16);
+
+  void* mine = r.allocate(large, 16);
+  r.deallocate(mine, large, 16);
+  const auto held = upstream.stats().bytes_in_use;
+  r.deallocate(mine, large, 16);  // freed twice
+  CHECK(r.stats().large_unknown_deallocations == 2);
+  CHECK(r.stats().large_deallocations == 1);
+  CHECK(upstream.stats().bytes_in_use == held);  // upstream did not see the second free
+
+  void* released = r.allocate(large, 16);
+  r.release();  // counters restart at zero
+  r.deallocate(released, large, 16);
+  CHECK(r.stats().large_unknown_deallocations == 1);
+  CHECK(r.stats().bytes_from_upstream == 0);
+  CHECK(upstream.stats().bytes_in_use == other.stats().bytes_from_upstream);
+}
+#endif
