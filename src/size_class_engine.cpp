@@ -14,8 +14,22 @@ namespace {
 
 constexpr std::size_t min_chunk_size = 4096;
 constexpr std::size_t max_chunk_size = std::size_t{256} << 20;
-// A class gets chunks of at least this many blocks, so large classes are not all waste.
+// A class's chunk has room for at least this many blocks, so large classes are not all waste.
+// The header takes the last 64 bytes, so a power-of-two class gets one block fewer: seven.
 constexpr std::size_t min_blocks_per_chunk = 8;
+constexpr std::size_t min_chunk_bytes(std::size_t block_size) {
+  return std::bit_ceil(min_blocks_per_chunk * block_size);
+}
+constexpr bool every_class_gets_seven_blocks() {
+  for (unsigned index = 0; index < size_classes::count; ++index) {
+    const std::size_t size = size_classes::size_of(index);
+    if (blocks_per_chunk(std::max(min_chunk_size, min_chunk_bytes(size)), size) <
+        min_blocks_per_chunk - (std::has_single_bit(size) ? 1 : 0))
+      return false;
+  }
+  return true;
+}
+static_assert(every_class_gets_seven_blocks());
 // A refill moves at most this many bytes (and 64 blocks), so a refill is cheap and a thread
 // does not hoard blocks of a class it used once.
 constexpr std::size_t refill_bytes = 32 * 1024;
@@ -49,7 +63,7 @@ size_class_engine<Policy>::size_class_engine(const size_class_options& options,
     class_info& info = info_[index];
     info.block_size = size_classes::size_of(index);
     info.chunk_bytes =
-        std::max(options.chunk_size, std::bit_ceil(min_blocks_per_chunk * info.block_size));
+        std::max(options.chunk_size, min_chunk_bytes(info.block_size));
     info.capacity = blocks_per_chunk(info.chunk_bytes, info.block_size);
     info.batch = static_cast<std::uint32_t>(
         std::clamp<std::size_t>(refill_bytes / info.block_size, 1, max_batch));
