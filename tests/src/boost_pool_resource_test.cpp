@@ -2,10 +2,16 @@
 // larger or over-aligned requests straight to upstream, and trim() giving back empty chunks.
 #include <catch2/catch.hpp>
 #include <cstddef>
+#include <new>
 #include <vector>
 
 #include "pmrkit/boost_pool_resource.hpp"
 #include "pmrkit/counting_resource.hpp"
+#include "test_resources.hpp"
+
+using pmrkit::test::check_pattern;
+using pmrkit::test::fill_pattern;
+using pmrkit::test::is_aligned;
 
 namespace {
 
@@ -56,4 +62,82 @@ TEST_CASE("boost_pool: trim() keeps a chunk that still has a live block", "[boos
   pool.deallocate(kept, 64, 8);
   pool.trim();
   CHECK(upstream.stats().bytes_in_use == 0);
+}
+
+TEST_CASE("boost_pool: blocks are aligned as asked, up to 64 pooled and beyond via upstream",
+          "[boost_pool]") {
+  pmrkit::counting_resource upstream(std::pmr::new_delete_resource());
+  pmrkit::boost_pool_resource pool({}, &upstream);
+  std::vector<std::pair<void*, std::size_t>> live;
+  std::uint64_t seed = 0;
+  for (std::size_t alignment = 1; alignment <= 4096; alignment *= 2) {
+    for (std::size_t bytes : {1u, 7u, 24u, 100u, 1000u, 5000u}) {
+      CAPTURE(bytes, alignment);
+      void* p = pool.allocate(bytes, alignment);
+      REQUIRE(is_aligned(p, alignment));
+      fill_pattern(p, bytes, ++seed);
+      live.emplace_back(p, bytes);
+    }
+  }
+  seed = 0;
+  std::size_t index = 0;
+  for (std::size_t alignment = 1; alignment <= 4096; alignment *= 2) {
+    for (int i = 0; i < 6; ++i, ++index) {
+      CHECK(check_pattern(live[index].first, live[index].second, ++seed));  // no overlap
+      pool.deallocate(live[index].first, live[index].second, alignment);
+    }
+  }
+}
+
+TEST_CASE("boost_pool: a freed block is the next one of its class", "[boost_pool]") {
+  pmrkit::counting_resource upstream(std::pmr::new_delete_resource());
+  pmrkit::boost_pool_resource pool({}, &upstream);
+  void* a = pool.allocate(40, 8);  // the 64-byte class
+  void* b = pool.allocate(40, 8);
+  const auto upstream_calls = upstream.stats().allocations;
+  pool.deallocate(a, 40, 8);
+  CHECK(pool.allocate(64, 8) == a);  // same class, reused without asking upstream
+  CHECK(upstream.stats().allocations == upstream_calls);
+  pool.deallocate(a, 64, 8);
+  pool.deallocate(b, 40, 8);
+}
+
+TEST_CASE("boost_pool: chunks and large blocks come from upstream and all go back",
+          "[boost_pool]") {
+  pmrkit::counting_resource upstream(std::pmr::new_delete_resource());
+  {
+    pmrkit::boost_pool_options o;
+    o.max_pooled = 1024;
+    pmrkit::boost_pool_resource pool(o, &upstream);
+    CHECK(upstream.stats().allocations == 0);  // nothing until the first request
+    (void)pool.allocate(16, 8);
+    CHECK(upstream.stats().allocations == 1);  // the 16-byte class's first chunk
+    const auto before = upstream.stats();
+    void* large = pool.allocate(2000, 8);  // above max_pooled: straight to upstream
+    CHECK(upstream.stats().allocations == before.allocations + 1);
+    CHECK(upstream.stats().bytes_in_use >= before.bytes_in_use + 2000);
+    pool.deallocate(large, 2000, 8);
+    CHECK(upstream.stats().bytes_in_use == before.bytes_in_use);
+    (void)pool.allocate(3000, 8);  // still allocated when the pool goes
+  }
+  CHECK(upstream.stats().bytes_in_use == 0);
+  CHECK(upstream.stats().blocks_in_use() == 0);
+}
+
+TEST_CASE("boost_pool: an upstream failure is std::bad_alloc and the pool stays usable",
+          "[boost_pool]") {
+  pmrkit::test::failing_resource upstream(std::pmr::new_delete_resource(), 0);
+  pmrkit::counting_resource counted(&upstream);
+  {
+    pmrkit::boost_pool_resource pool({}, &counted);
+    CHECK_THROWS_AS(pool.allocate(32, 8), std::bad_alloc);       // a chunk
+    CHECK_THROWS_AS(pool.allocate(1 << 20, 8), std::bad_alloc);  // a large block
+    CHECK(counted.stats().allocations == 0);
+    upstream.allow_all();
+    void* p = pool.allocate(32, 8);
+    fill_pattern(p, 32, 1);
+    CHECK(check_pattern(p, 32, 1));
+    pool.deallocate(p, 32, 8);
+  }
+  CHECK(counted.stats().bytes_in_use == 0);
 }
