@@ -6,37 +6,15 @@
 #include <catch2/catch.hpp>
 #include <cstddef>
 #include <new>
-#include <utility>
-#include <vector>
 
 #include "pmrkit/counting_resource.hpp"
 #include "test_resources.hpp"
-
-using pmrkit::test::check_pattern;
-using pmrkit::test::fill_pattern;
-using pmrkit::test::is_aligned;
 
 TEMPLATE_TEST_CASE("aligned_pool: every block is aligned as asked and blocks do not overlap",
                    "[aligned_pool]", pmrkit::aligned_sync_pool_resource,
                    pmrkit::aligned_unsync_pool_resource) {
   TestType pool({}, std::pmr::new_delete_resource());
-  struct block {
-    void* p;
-    std::size_t bytes, alignment;
-  };
-  std::vector<block> live;
-  for (std::size_t alignment = 1; alignment <= 4096; alignment *= 2)
-    for (std::size_t bytes : {1u, 8u, 24u, 40u, 100u, 1000u, 70000u}) {
-      CAPTURE(bytes, alignment);
-      void* p = pool.allocate(bytes, alignment);
-      REQUIRE(is_aligned(p, alignment));
-      fill_pattern(p, bytes, live.size());
-      live.push_back({p, bytes, alignment});
-    }
-  for (std::size_t i = 0; i < live.size(); ++i) {
-    CHECK(check_pattern(live[i].p, live[i].bytes, i));
-    pool.deallocate(live[i].p, live[i].bytes, live[i].alignment);
-  }
+  pmrkit::test::check_alignment_and_overlap(pool, {1, 8, 24, 40, 100, 1000, 70000}, 4096);
 }
 
 TEMPLATE_TEST_CASE("aligned_pool: a freed block is reused without asking upstream",
@@ -66,9 +44,7 @@ TEMPLATE_TEST_CASE("aligned_pool: chunks come from upstream and go back on relea
   CHECK(upstream.stats().bytes_in_use > 1000u * 64 + (1u << 20));
   pool.release();
   CHECK(upstream.stats().bytes_in_use == 0);
-  void* p = pool.allocate(64, 16);  // usable after release()
-  CHECK(is_aligned(p, 16));
-  pool.deallocate(p, 64, 16);
+  pmrkit::test::check_usable(pool, 64, 16);  // after release() too
 }
 
 TEMPLATE_TEST_CASE("aligned_pool: an upstream failure is std::bad_alloc and the pool recovers",
@@ -92,10 +68,7 @@ TEMPLATE_TEST_CASE("aligned_pool: an upstream failure is std::bad_alloc and the 
     upstream.allow(0);
     CHECK_THROWS_AS(pool.allocate(1 << 20, 8), std::bad_alloc);
     upstream.allow_all();
-    void* p = pool.allocate(32, 8);
-    fill_pattern(p, 32, 7);
-    CHECK(check_pattern(p, 32, 7));
-    pool.deallocate(p, 32, 8);
+    pmrkit::test::check_usable(pool, 32, 8);
   }
   CHECK(counted.stats().bytes_in_use == 0);
 }

@@ -9,9 +9,6 @@
 #include "pmrkit/counting_resource.hpp"
 #include "test_resources.hpp"
 
-using pmrkit::test::check_pattern;
-using pmrkit::test::fill_pattern;
-using pmrkit::test::is_aligned;
 
 namespace {
 
@@ -68,25 +65,7 @@ TEST_CASE("boost_pool: blocks are aligned as asked, up to 64 pooled and beyond v
           "[boost_pool]") {
   pmrkit::counting_resource upstream(std::pmr::new_delete_resource());
   pmrkit::boost_pool_resource pool({}, &upstream);
-  std::vector<std::pair<void*, std::size_t>> live;
-  std::uint64_t seed = 0;
-  for (std::size_t alignment = 1; alignment <= 4096; alignment *= 2) {
-    for (std::size_t bytes : {1u, 7u, 24u, 100u, 1000u, 5000u}) {
-      CAPTURE(bytes, alignment);
-      void* p = pool.allocate(bytes, alignment);
-      REQUIRE(is_aligned(p, alignment));
-      fill_pattern(p, bytes, ++seed);
-      live.emplace_back(p, bytes);
-    }
-  }
-  seed = 0;
-  std::size_t index = 0;
-  for (std::size_t alignment = 1; alignment <= 4096; alignment *= 2) {
-    for (int i = 0; i < 6; ++i, ++index) {
-      CHECK(check_pattern(live[index].first, live[index].second, ++seed));  // no overlap
-      pool.deallocate(live[index].first, live[index].second, alignment);
-    }
-  }
+  pmrkit::test::check_alignment_and_overlap(pool, {1, 7, 24, 100, 1000, 5000}, 4096);
 }
 
 TEST_CASE("boost_pool: a freed block is the next one of its class", "[boost_pool]") {
@@ -134,10 +113,7 @@ TEST_CASE("boost_pool: an upstream failure is std::bad_alloc and the pool stays 
     CHECK_THROWS_AS(pool.allocate(1 << 20, 8), std::bad_alloc);  // a large block
     CHECK(counted.stats().allocations == 0);
     upstream.allow_all();
-    void* p = pool.allocate(32, 8);
-    fill_pattern(p, 32, 1);
-    CHECK(check_pattern(p, 32, 1));
-    pool.deallocate(p, 32, 8);
+    pmrkit::test::check_usable(pool, 32, 8);
   }
   CHECK(counted.stats().bytes_in_use == 0);
 }

@@ -13,30 +13,10 @@
 
 #include "test_resources.hpp"
 
-using pmrkit::test::check_pattern;
-using pmrkit::test::fill_pattern;
-using pmrkit::test::is_aligned;
-
 TEMPLATE_TEST_CASE("mimalloc: every block is aligned as asked and blocks do not overlap",
                    "[mimalloc]", pmrkit::mimalloc_resource, pmrkit::mimalloc_heap_resource) {
   TestType r;
-  struct block {
-    void* p;
-    std::size_t bytes, alignment;
-  };
-  std::vector<block> live;
-  for (std::size_t alignment = 1; alignment <= 65536; alignment *= 2)
-    for (std::size_t bytes : {1u, 24u, 128u, 256u, 512u, 1000u, 1024u, 70000u}) {
-      CAPTURE(bytes, alignment);
-      void* p = r.allocate(bytes, alignment);
-      REQUIRE(is_aligned(p, alignment));
-      fill_pattern(p, bytes, live.size());
-      live.push_back({p, bytes, alignment});
-    }
-  for (std::size_t i = 0; i < live.size(); ++i) {
-    CHECK(check_pattern(live[i].p, live[i].bytes, i));
-    r.deallocate(live[i].p, live[i].bytes, live[i].alignment);
-  }
+  pmrkit::test::check_alignment_and_overlap(r, {1, 24, 128, 256, 512, 1000, 1024, 70000}, 65536);
 }
 
 TEMPLATE_TEST_CASE("mimalloc: freed memory is reused", "[mimalloc]", pmrkit::mimalloc_resource,
@@ -69,8 +49,5 @@ TEMPLATE_TEST_CASE("mimalloc: an impossible request is std::bad_alloc", "[mimall
                    pmrkit::mimalloc_resource, pmrkit::mimalloc_heap_resource) {
   TestType r;
   CHECK_THROWS_AS(r.allocate(SIZE_MAX / 2, 16), std::bad_alloc);
-  void* p = r.allocate(100, 16);  // still usable
-  fill_pattern(p, 100, 3);
-  CHECK(check_pattern(p, 100, 3));
-  r.deallocate(p, 100, 16);
+  pmrkit::test::check_usable(r, 100, 16);
 }
