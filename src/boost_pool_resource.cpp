@@ -1,6 +1,7 @@
 #include "pmrkit/boost_pool_resource.hpp"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <boost/pool/pool.hpp>
 #include <cstring>
@@ -61,6 +62,79 @@ class growing_scope {
   std::pmr::memory_resource* saved_;
 };
 
+// boost::pool::release_memory() frees a chunk only when it finds every block of the chunk in
+// the free list, walking the chunk list and the free list together: both must be sorted by
+// address. Frees use the O(1) unordered free(), so trimmable_pool sorts both lists just
+// before it releases (O(n log n) in the free blocks, no allocation), and the fast paths stay
+// as they are.
+class trimmable_pool : public boost::pool<upstream_user_allocator> {
+ public:
+  using boost::pool<upstream_user_allocator>::pool;
+
+  void trim() {
+    order_chunks();
+    order_free_list();
+    release_memory();
+  }
+
+ private:
+  using chunk = boost::details::PODptr<size_type>;
+
+  static bool below(const void* a, const void* b) noexcept { return std::less<const void*>()(a, b); }
+
+  // Insertion sort: a pool has few chunks, since each is larger than the one before.
+  void order_chunks() {
+    chunk sorted;
+    for (chunk c = list; c.valid();) {
+      const chunk next = c.next();
+      if (!sorted.valid() || below(c.begin(), sorted.begin())) {
+        c.next(sorted);
+        sorted = c;
+      } else {
+        chunk at = sorted;
+        while (at.next().valid() && below(at.next().begin(), c.begin())) at = at.next();
+        c.next(at.next());
+        at.next(c);
+      }
+      c = next;
+    }
+    list = sorted;
+  }
+
+  static void* merge(void* a, void* b) noexcept {
+    void* head = nullptr;
+    void** tail = &head;
+    while (a && b) {
+      void*& smaller = below(b, a) ? b : a;
+      *tail = smaller;
+      tail = &nextof(smaller);
+      smaller = nextof(smaller);
+    }
+    *tail = a ? a : b;
+    return head;
+  }
+
+  // Bottom-up merge sort: runs[i] is empty or a sorted run of 2^i blocks.
+  void order_free_list() {
+    std::array<void*, 64> runs{};
+    for (void* block = this->first; block;) {
+      void* const next = nextof(block);
+      nextof(block) = nullptr;
+      void* run = block;
+      std::size_t i = 0;
+      for (; runs[i]; ++i) {
+        run = merge(runs[i], run);
+        runs[i] = nullptr;
+      }
+      runs[i] = run;
+      block = next;
+    }
+    void* all = nullptr;
+    for (void* run : runs) all = merge(run, all);
+    this->first = all;
+  }
+};
+
 constexpr std::size_t min_class = 8;
 
 std::size_t class_index(std::size_t rounded) {
@@ -70,7 +144,7 @@ std::size_t class_index(std::size_t rounded) {
 }  // namespace
 
 struct boost_pool_resource::pools {
-  std::vector<std::unique_ptr<boost::pool<upstream_user_allocator>>> by_class;
+  std::vector<std::unique_ptr<trimmable_pool>> by_class;
   detail::oversize_blocks oversize;
 };
 
@@ -81,7 +155,7 @@ boost_pool_resource::boost_pool_resource(boost_pool_options options,
     const std::size_t first = std::max<std::size_t>(1, options.chunk_size / size);
     const std::size_t most = std::max(first, options.max_chunk_size / size);
     pools_->by_class.push_back(
-        std::make_unique<boost::pool<upstream_user_allocator>>(size, first, most));
+        std::make_unique<trimmable_pool>(size, first, most));
   }
 }
 
@@ -89,7 +163,7 @@ boost_pool_resource::boost_pool_resource(boost_pool_options options,
 boost_pool_resource::~boost_pool_resource() { pools_->oversize.release_all(upstream_); }
 
 void boost_pool_resource::trim() {
-  for (auto& pool : pools_->by_class) pool->release_memory();
+  for (auto& pool : pools_->by_class) pool->trim();
 }
 
 // The class a request is pooled in, or 0 when it goes straight to upstream.

@@ -51,7 +51,7 @@ inline chunk_header* header_of_block(void* block, std::size_t chunk_bytes) noexc
   const auto address = reinterpret_cast<std::uintptr_t>(block);
   return header_of_chunk(reinterpret_cast<std::byte*>(address & ~(chunk_bytes - 1)), chunk_bytes);
 }
-inline std::uint32_t blocks_per_chunk(std::size_t chunk_bytes, std::size_t block_size) noexcept {
+constexpr std::uint32_t blocks_per_chunk(std::size_t chunk_bytes, std::size_t block_size) noexcept {
   return static_cast<std::uint32_t>((chunk_bytes - chunk_header_space) / block_size);
 }
 

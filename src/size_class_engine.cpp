@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cassert>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -13,8 +14,22 @@ namespace {
 
 constexpr std::size_t min_chunk_size = 4096;
 constexpr std::size_t max_chunk_size = std::size_t{256} << 20;
-// A class gets chunks of at least this many blocks, so large classes are not all waste.
+// A class's chunk has room for at least this many blocks, so large classes are not all waste.
+// The header takes the last 64 bytes, so a power-of-two class gets one block fewer: seven.
 constexpr std::size_t min_blocks_per_chunk = 8;
+constexpr std::size_t min_chunk_bytes(std::size_t block_size) {
+  return std::bit_ceil(min_blocks_per_chunk * block_size);
+}
+constexpr bool every_class_gets_seven_blocks() {
+  for (unsigned index = 0; index < size_classes::count; ++index) {
+    const std::size_t size = size_classes::size_of(index);
+    if (blocks_per_chunk(std::max(min_chunk_size, min_chunk_bytes(size)), size) <
+        min_blocks_per_chunk - (std::has_single_bit(size) ? 1 : 0))
+      return false;
+  }
+  return true;
+}
+static_assert(every_class_gets_seven_blocks());
 // A refill moves at most this many bytes (and 64 blocks), so a refill is cheap and a thread
 // does not hoard blocks of a class it used once.
 constexpr std::size_t refill_bytes = 32 * 1024;
@@ -48,7 +63,7 @@ size_class_engine<Policy>::size_class_engine(const size_class_options& options,
     class_info& info = info_[index];
     info.block_size = size_classes::size_of(index);
     info.chunk_bytes =
-        std::max(options.chunk_size, std::bit_ceil(min_blocks_per_chunk * info.block_size));
+        std::max(options.chunk_size, min_chunk_bytes(info.block_size));
     info.capacity = blocks_per_chunk(info.chunk_bytes, info.block_size);
     info.batch = static_cast<std::uint32_t>(
         std::clamp<std::size_t>(refill_bytes / info.block_size, 1, max_batch));
@@ -311,15 +326,16 @@ void size_class_engine<Policy>::free_chunks(chunk_header* chain,
 template <class Policy>
 void* size_class_engine<Policy>::allocate_large(std::size_t bytes, std::size_t alignment) {
   void* const block = upstream_->allocate(bytes, alignment);
+  std::size_t table_grew_by = 0;
   try {
     const std::lock_guard lock(large_mutex_);
-    large_blocks_.emplace(block, large_block{bytes, alignment});
+    table_grew_by = large_blocks_.insert({block, bytes, alignment}, upstream_);
     ++large_allocations_;
   } catch (...) {
     upstream_->deallocate(block, bytes, alignment);
     throw;
   }
-  peak_bytes_from_upstream_.raise_to(bytes_from_upstream_.add(bytes));
+  peak_bytes_from_upstream_.raise_to(bytes_from_upstream_.add(bytes + table_grew_by));
   return block;
 }
 
@@ -328,8 +344,13 @@ void size_class_engine<Policy>::deallocate_large(void* block, std::size_t bytes,
                                                  std::size_t alignment) noexcept {
   {
     const std::lock_guard lock(large_mutex_);
-    // Not ours (freed already, or by release()): leave it alone rather than free it twice.
-    if (large_blocks_.erase(block) == 0) return;
+    if (large_blocks_.erase(block).address == nullptr) {
+      // Not ours: never given out here, freed twice, or freed after release(). Freeing it
+      // would hand upstream memory it may not own; count it so stats() shows the caller's bug.
+      ++large_unknown_deallocations_;
+      assert(!"pmrkit: size_class: deallocate() of a large block this resource does not hold");
+      return;
+    }
     ++large_deallocations_;
   }
   bytes_from_upstream_.subtract(bytes);
@@ -354,16 +375,14 @@ void size_class_engine<Policy>::release() noexcept {
     }
     free_chunks(all, info_[index].chunk_bytes);
   }
-  std::unordered_map<void*, large_block> large;
-  {
-    const std::lock_guard lock(large_mutex_);
-    large.swap(large_blocks_);
-    large_allocations_ = large_deallocations_ = 0;
-  }
-  for (const auto& [block, info] : large) {
-    upstream_->deallocate(block, info.bytes, info.alignment);
-    bytes_from_upstream_.subtract(info.bytes);
-  }
+  const std::lock_guard lock(large_mutex_);  // release() runs alone; this only orders memory
+  large_blocks_.for_each([&](const large_blocks::block& b) {
+    upstream_->deallocate(b.address, b.bytes, b.alignment);
+    bytes_from_upstream_.subtract(b.bytes);
+  });
+  bytes_from_upstream_.subtract(large_blocks_.storage_bytes());
+  large_blocks_.release_storage(upstream_);
+  large_allocations_ = large_deallocations_ = large_unknown_deallocations_ = 0;
 }
 
 template <class Policy>
@@ -416,6 +435,7 @@ size_class_stats size_class_engine<Policy>::stats() const {
     out.large_allocations = large_allocations_;
     out.large_deallocations = large_deallocations_;
     out.large_live_blocks = large_blocks_.size();
+    out.large_unknown_deallocations = large_unknown_deallocations_;
   }
   out.bytes_from_upstream = bytes_from_upstream_.get();
   // The peak is raised just after the bytes grow; a snapshot in between must not show less.

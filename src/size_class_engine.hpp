@@ -12,10 +12,10 @@
 #include <cstdint>
 #include <memory_resource>
 #include <type_traits>
-#include <unordered_map>
 
 #include "pmrkit/size_class_resource.hpp"
 #include "size_class_cache.hpp"
+#include "size_class_large_blocks.hpp"
 #include "size_class_policy.hpp"
 #include "size_class_store.hpp"
 #include "size_class_table.hpp"
@@ -122,10 +122,6 @@ class size_class_engine {
   void deallocate_large(void* block, std::size_t bytes, std::size_t alignment) noexcept;
 
   struct nothing {};
-  struct large_block {
-    std::size_t bytes;
-    std::size_t alignment;
-  };
   using shared_counter = typename traits::shared_counter;
 
   // Read on every call; written only by the constructor (and, unsync, own_cache_).
@@ -143,9 +139,10 @@ class size_class_engine {
       registry_{};
 
   mutable typename traits::mutex large_mutex_;
-  std::unordered_map<void*, large_block> large_blocks_;  // guarded by large_mutex_
-  std::uint64_t large_allocations_ = 0;                  // guarded by large_mutex_
-  std::uint64_t large_deallocations_ = 0;                // guarded by large_mutex_
+  large_blocks large_blocks_;                       // guarded by large_mutex_
+  std::uint64_t large_allocations_ = 0;             // guarded by large_mutex_
+  std::uint64_t large_deallocations_ = 0;           // guarded by large_mutex_
+  std::uint64_t large_unknown_deallocations_ = 0;   // guarded by large_mutex_
 
   alignas(64) shared_counter bytes_from_upstream_;
   shared_counter peak_bytes_from_upstream_;

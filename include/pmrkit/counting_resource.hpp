@@ -32,7 +32,10 @@ class counting_resource final : public std::pmr::memory_resource {
   counting_resource& operator=(const counting_resource&) = delete;
 
   allocation_stats stats() const noexcept;
-  // Zeroes the totals; bytes_in_use is kept (the blocks are still out) and becomes the peak.
+  // Starts the totals again as if the blocks still out had just been allocated: allocations
+  // becomes blocks_in_use(), deallocations 0, bytes_allocated and the peak bytes_in_use.
+  // Safe while other threads allocate and free: blocks_in_use() and bytes_in_use stay exact,
+  // and a call that overlaps the reset is counted before it or after it, never lost.
   void reset_totals() noexcept;
   std::pmr::memory_resource* wrapped() const noexcept { return wrapped_; }
 

@@ -30,8 +30,9 @@ namespace pmrkit {
 struct size_class_options {
   // Largest pooled request; a power of two from 8 B to 1 MiB. Larger ones go to upstream.
   std::size_t max_pooled = 64 * 1024;
-  // Bytes of a chunk, a power of two from 4 KiB to 256 MiB. Classes too large for eight
-  // blocks per chunk get larger chunks. Chunks are requested aligned to their size.
+  // Bytes of a chunk, a power of two from 4 KiB to 256 MiB. A class too large for that gets
+  // chunks of bit_ceil(8 × its size): eight blocks, or seven for a power-of-two class, whose
+  // last block gives way to the chunk's header. Chunks are requested aligned to their size.
   std::size_t chunk_size = 64 * 1024;
   // Bytes the resource may keep in chunks whose blocks are all free; beyond it such chunks
   // go back to upstream as soon as they empty. 0 returns every empty chunk at once. The
@@ -60,7 +61,11 @@ struct size_class_stats {
   std::uint64_t large_allocations = 0;    // requests that went straight to upstream
   std::uint64_t large_deallocations = 0;
   std::uint64_t large_live_blocks = 0;
-  std::uint64_t bytes_from_upstream = 0;       // held now: chunks and large blocks
+  // deallocate() calls with a large block this resource does not hold (never allocated here,
+  // freed twice, or freed after release()): a caller's bug, ignored and counted here (debug
+  // builds also assert).
+  std::uint64_t large_unknown_deallocations = 0;
+  std::uint64_t bytes_from_upstream = 0;       // held now: chunks, large blocks, their table
   std::uint64_t peak_bytes_from_upstream = 0;  // high-water mark of bytes_from_upstream
   std::uint64_t empty_chunk_bytes = 0;         // held in chunks whose blocks are all free
 };

@@ -69,12 +69,24 @@ TEST_CASE("failure sweep: constructing compressors and decompressors", "[failure
     std::unique_ptr<zs::compressor> c;
     std::unique_ptr<zs::decompressor> d;
   };
-  failure_sweep([](std::pmr::memory_resource& memory) { return slot{&memory, nullptr, nullptr}; },
-                [](slot& s) {
-                  s.c = std::make_unique<zs::compressor>(s.memory, small_window);
-                  s.d = std::make_unique<zs::decompressor>(s.memory);
-                },
-                [](slot&) {});
+  const auto result = failure_sweep(
+      [](std::pmr::memory_resource& memory) { return slot{&memory, nullptr, nullptr}; },
+      [](slot& s) {
+        s.c = std::make_unique<zs::compressor>(s.memory, small_window);
+        s.d = std::make_unique<zs::decompressor>(s.memory);
+      },
+      [](slot& s) {
+        // What a failure left unbuilt builds now, and the pair round-trips on the same memory.
+        if (!s.c) s.c = std::make_unique<zs::compressor>(s.memory, small_window);
+        if (!s.d) s.d = std::make_unique<zs::decompressor>(s.memory);
+        byte_buffer frame(s.memory), out(s.memory);
+        s.c->compress(payload(5000, 3), frame);
+        s.d->decompress(frame.span(), out);
+        require(same_bytes(out.span(), payload(5000, 3)), "round trip broken after the failure");
+      });
+  // A constructor cannot absorb a failure: each one surfaces, in both constructors.
+  CHECK(result.surfaced == result.steps - 1);
+  CHECK(result.surfaced >= 3);
 }
 
 TEST_CASE("failure sweep: compressing into a growing buffer", "[failure_sweep][zstd]") {

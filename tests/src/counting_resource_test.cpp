@@ -1,3 +1,4 @@
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <thread>
 #include <vector>
@@ -51,4 +52,46 @@ TEST_CASE("counting_resource is exact under concurrent use", "[counting][concurr
   CHECK(s.bytes_allocated == 40000u * 32);
   CHECK(s.peak_bytes_in_use >= 32);
   CHECK(s.peak_bytes_in_use <= 4u * 32);
+}
+
+TEST_CASE("counting_resource: reset_totals() loses no count of a concurrent allocate or free",
+          "[counting][concurrent]") {
+  pmrkit::counting_resource counter(std::pmr::new_delete_resource());
+  constexpr int workers = 3;
+  constexpr int rounds = 20000;
+  constexpr std::size_t kept_per_worker = 5;  // still allocated when the workers finish
+  std::atomic<int> running{workers};
+  std::vector<std::vector<void*>> kept(workers);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < workers; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < rounds; ++i) counter.deallocate(counter.allocate(48, 8), 48, 8);
+      for (std::size_t i = 0; i < kept_per_worker; ++i) kept[t].push_back(counter.allocate(16, 8));
+      running.fetch_sub(1);
+    });
+  std::uint64_t resets = 0;
+  while (running.load() > 0) {
+    counter.reset_totals();
+    ++resets;
+  }
+  for (auto& t : threads) t.join();
+  INFO(resets << " resets");
+
+  const auto s = counter.stats();
+  CHECK(s.blocks_in_use() == workers * kept_per_worker);
+  CHECK(s.bytes_in_use == workers * kept_per_worker * 16);
+  CHECK(s.deallocations <= s.allocations);
+  CHECK(s.peak_bytes_in_use >= s.bytes_in_use);
+  CHECK(s.bytes_allocated >= s.bytes_in_use);
+
+  counter.reset_totals();
+  const auto quiet = counter.stats();
+  CHECK(quiet.allocations == workers * kept_per_worker);
+  CHECK(quiet.deallocations == 0);
+  CHECK(quiet.bytes_allocated == quiet.bytes_in_use);
+  CHECK(quiet.peak_bytes_in_use == quiet.bytes_in_use);
+  for (auto& blocks : kept)
+    for (void* p : blocks) counter.deallocate(p, 16, 8);
+  CHECK(counter.stats().blocks_in_use() == 0);
+  CHECK(counter.stats().bytes_in_use == 0);
 }

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <memory_resource>
 
@@ -50,5 +51,14 @@ bool check_pattern(const void* p, std::size_t bytes, std::uint64_t seed) noexcep
 inline bool is_aligned(const void* p, std::size_t alignment) noexcept {
   return reinterpret_cast<std::uintptr_t>(p) % alignment == 0;
 }
+
+// Catch2 checks: allocates every size at every power-of-two alignment up to max_alignment,
+// all live at once, and requires each block aligned as asked and untouched by the others
+// until all are freed.
+void check_alignment_and_overlap(std::pmr::memory_resource& r,
+                                 std::initializer_list<std::size_t> sizes,
+                                 std::size_t max_alignment);
+// Catch2 checks: one block of `bytes` can be allocated, written, read back and freed.
+void check_usable(std::pmr::memory_resource& r, std::size_t bytes, std::size_t alignment);
 
 }  // namespace pmrkit::test

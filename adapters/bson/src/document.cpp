@@ -281,14 +281,16 @@ document::document(document&& other) noexcept
 
 document& document::operator=(document&& other) noexcept {
   if (this != &other) {
-    this->~document();
+    release_storage();
     resource_ = other.resource_;
     impl_ = std::exchange(other.impl_, nullptr);
   }
   return *this;
 }
 
-document::~document() {
+document::~document() { release_storage(); }
+
+void document::release_storage() noexcept {
   if (impl_ == nullptr) return;
   impl_->release();
   impl_allocator(resource_).delete_object(impl_);

@@ -30,18 +30,6 @@ void throw_errno(int error_number, std::string_view call, std::string_view where
   throw socket_error(error_number, what);
 }
 
-unique_fd::~unique_fd() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
-unique_fd& unique_fd::operator=(unique_fd&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = other.release();
-  }
-  return *this;
-}
-
 void set_receive_buffer(int fd, std::size_t bytes, std::string_view where) {
   if (bytes == 0) return;
   if (bytes > static_cast<std::size_t>(INT32_MAX / 2)) {

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "pmrkit/datagram/peer_address.hpp"
+#include "pmrkit/datagram/unique_fd.hpp"
 
 namespace pmrkit::datagram::detail {
 
@@ -19,26 +20,7 @@ peer_address parse_address(const std::string& address, std::uint16_t port);
 // Throws socket_error with "<call> <address>: <strerror>", errno preserved in code().
 [[noreturn]] void throw_errno(int error_number, std::string_view call, std::string_view where);
 
-// Closes on destruction; release() gives the descriptor up.
-class unique_fd {
- public:
-  unique_fd() noexcept = default;
-  explicit unique_fd(int fd) noexcept : fd_(fd) {}
-  ~unique_fd();
-  unique_fd(unique_fd&& other) noexcept : fd_(other.release()) {}
-  unique_fd& operator=(unique_fd&& other) noexcept;
-  unique_fd(const unique_fd&) = delete;
-  unique_fd& operator=(const unique_fd&) = delete;
-  int get() const noexcept { return fd_; }
-  int release() noexcept {
-    const int fd = fd_;
-    fd_ = -1;
-    return fd;
-  }
-
- private:
-  int fd_ = -1;
-};
+using pmrkit::datagram::unique_fd;
 
 // Sets SO_RCVBUF to `bytes`, retrying with SO_RCVBUFFORCE when the kernel capped it.
 void set_receive_buffer(int fd, std::size_t bytes, std::string_view where);

@@ -1,7 +1,5 @@
 #include "pmrkit/datagram/udp_receiver.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <bit>
 
@@ -59,13 +57,12 @@ udp_receiver::udp_receiver(const udp_receiver_options& options,
       owned_pool_(std::move(owned)),
       pool_(pool != nullptr ? pool : owned_pool_.get()),
       socket_(socket_options(options)),
-      wake_fd_(detail::make_wake_fd().release()),
+      wake_fd_(detail::make_wake_fd()),
       armed_(options.batch_size),
       slots_(options.batch_size) {}
 
 udp_receiver::~udp_receiver() {
   armed_.clear();  // the armed buffers go back to the pool, which may be our own
-  ::close(wake_fd_);
 }
 
 std::size_t udp_receiver::receive_batch(datagram_handler handler) {
@@ -109,14 +106,14 @@ std::size_t udp_receiver::deliver_pending(datagram_handler& handler) {
 std::size_t udp_receiver::poll_once(std::chrono::milliseconds timeout, datagram_handler handler) {
   if (pending_begin_ < pending_end_) return deliver_pending(handler);
   if (stop_requested()) return 0;
-  if (!socket_.wait(timeout, wake_fd_)) return 0;
+  if (!socket_.wait(timeout, wake_fd_.get())) return 0;
   return receive_batch(handler);
 }
 
 std::uint64_t udp_receiver::run(datagram_handler handler) {
   std::uint64_t delivered = 0;
   while (!stop_requested()) {
-    if (!socket_.wait(std::chrono::milliseconds(-1), wake_fd_)) continue;
+    if (!socket_.wait(std::chrono::milliseconds(-1), wake_fd_.get())) continue;
     for (int i = 0; i < batches_between_stop_checks && !stop_requested(); ++i) {
       const std::uint64_t batches_before = batches_.load(std::memory_order_relaxed);
       delivered += receive_batch(handler);
@@ -128,7 +125,7 @@ std::uint64_t udp_receiver::run(datagram_handler handler) {
 
 void udp_receiver::stop() noexcept {
   stop_requested_.store(true, std::memory_order_release);
-  detail::signal_wake_fd(wake_fd_);
+  detail::signal_wake_fd(wake_fd_.get());
 }
 
 udp_receiver_stats udp_receiver::stats() const noexcept {

@@ -100,7 +100,7 @@ compressor::compressor(compressor&& other) noexcept
 
 compressor& compressor::operator=(compressor&& other) noexcept {
   if (this != &other) {
-    this->~compressor();
+    release_context();
     resource_ = other.resource_;
     options_ = other.options_;
     impl_ = std::exchange(other.impl_, nullptr);
@@ -108,7 +108,9 @@ compressor& compressor::operator=(compressor&& other) noexcept {
   return *this;
 }
 
-compressor::~compressor() {
+compressor::~compressor() { release_context(); }
+
+void compressor::release_context() noexcept {
   if (impl_ == nullptr) return;
   resource_->deallocate(impl_->workspace, impl_->workspace_bytes, workspace_alignment);
   std::pmr::polymorphic_allocator<std::byte>(resource_).delete_object(impl_);

@@ -159,7 +159,7 @@ decompressor::decompressor(decompressor&& other) noexcept
 
 decompressor& decompressor::operator=(decompressor&& other) noexcept {
   if (this != &other) {
-    this->~decompressor();
+    release_context();
     resource_ = other.resource_;
     options_ = other.options_;
     impl_ = std::exchange(other.impl_, nullptr);
@@ -167,7 +167,9 @@ decompressor& decompressor::operator=(decompressor&& other) noexcept {
   return *this;
 }
 
-decompressor::~decompressor() {
+decompressor::~decompressor() { release_context(); }
+
+void decompressor::release_context() noexcept {
   if (impl_ == nullptr) return;
   ZSTD_freeDCtx(impl_->context);
   std::pmr::polymorphic_allocator<std::byte>(resource_).delete_object(impl_);

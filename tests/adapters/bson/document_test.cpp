@@ -264,6 +264,35 @@ TEST_CASE("a moved document keeps its contents; the moved-from one refuses use",
   CHECK(counted.stats().bytes_in_use == 0);
 }
 
+TEST_CASE("move assignment frees the old storage once and keeps the new one whole",
+          "[bson][document][move]") {
+  pmrkit::counting_resource first(std::pmr::new_delete_resource());
+  pmrkit::counting_resource second(std::pmr::new_delete_resource());
+  {
+    document target(&first);
+    target.begin_document("nested").append_int32("old", 1);  // child storage too
+    document source(&second);
+    source.append_int32("x", 5);
+    const auto expected = to_vector(source.bytes());
+    target = std::move(source);  // over a live object
+    CHECK(first.stats().bytes_in_use == 0);
+    CHECK(first.stats().blocks_in_use() == 0);
+    CHECK(to_vector(target.bytes()) == expected);
+
+    document& same = target;
+    target = std::move(same);  // self-move: a no-op
+    CHECK(to_vector(target.bytes()) == expected);
+
+    source = std::move(target);  // into a moved-from object, and back
+    target = std::move(source);
+    target.append_int32("y", 6);  // still growable, through its own resource
+    CHECK(to_vector(target.bytes()).size() > expected.size());
+  }
+  CHECK(first.stats().deallocations == first.stats().allocations);
+  CHECK(second.stats().deallocations == second.stats().allocations);
+  CHECK(second.stats().bytes_in_use == 0);
+}
+
 TEST_CASE("object_id::generate gives distinct ids", "[bson][document]") {
   const object_id a = object_id::generate();
   const object_id b = object_id::generate();

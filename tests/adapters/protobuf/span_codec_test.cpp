@@ -3,7 +3,6 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -13,43 +12,13 @@
 #include <string>
 #include <vector>
 
+#include "global_heap.hpp"
 #include "pmrkit/buffer_pool.hpp"
 #include "pmrkit/counting_resource.hpp"
 #include "test_resources.hpp"
 
-// Counts operator new in this test program, so a test can show that a warm encoder allocates
-// nothing at all (protobuf's own allocations go through operator new). Every unaligned form is
-// replaced, so each new is paired with its own delete (ASan checks the pairing).
-namespace {
-std::atomic<std::uint64_t> heap_allocations{0};
-
-void* counted_new(std::size_t size) {
-  heap_allocations.fetch_add(1, std::memory_order_relaxed);
-  return std::malloc(size == 0 ? 1 : size);
-}
-}  // namespace
-
-// GCC sees free() on a pointer from operator new here; they are a matched pair by design.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-void* operator new(std::size_t size) {
-  if (void* p = counted_new(size)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t size) { return operator new(size); }
-void* operator new(std::size_t size, const std::nothrow_t&) noexcept { return counted_new(size); }
-void* operator new[](std::size_t size, const std::nothrow_t&) noexcept { return counted_new(size); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
+// This program links support/global_heap.cpp, which counts operator new, so a test can show
+// that a warm encoder allocates nothing at all (protobuf's own allocations go through it).
 
 namespace {
 
@@ -125,7 +94,7 @@ TEST_CASE("a warm span_encoder allocates nothing for spans of the same shape", "
   span s = example_span();
   (void)encoder.encode(s);  // warm: the message's strings, map nodes and samples exist now
   const auto resource_before = counted.stats().allocations;
-  const auto heap_before = heap_allocations.load();
+  const auto heap_before = pmrkit::test::global_heap::allocations();
   for (int i = 0; i < 100; ++i) {
     s.id = i;
     s.metrics[1].value = static_cast<float>(i);
@@ -133,7 +102,7 @@ TEST_CASE("a warm span_encoder allocates nothing for spans of the same shape", "
     const pmrkit::byte_buffer bytes = encoder.encode(s);
     CHECK(!bytes.empty());
   }
-  CHECK(heap_allocations.load() == heap_before);
+  CHECK(pmrkit::test::global_heap::allocations() == heap_before);
   CHECK(counted.stats().allocations == resource_before);
 }
 

@@ -111,6 +111,36 @@ TEST_CASE("context memory is what memory_bytes() reports, fixed, and all returne
   CHECK(counted.stats().blocks_in_use() == 0);
 }
 
+TEST_CASE("move assignment frees the old context once and keeps the new one whole",
+          "[zstd][compressor][move]") {
+  pmrkit::counting_resource first(std::pmr::new_delete_resource());
+  pmrkit::counting_resource second(std::pmr::new_delete_resource());
+  const bytes input = pmrkit::zstd::test::payload(5000);
+  {
+    compressor target(&first, {.level = 1});
+    compressor source(&second, {.level = 5});
+    target = std::move(source);  // over a live object
+    CHECK(first.stats().bytes_in_use == 0);
+    CHECK(first.stats().blocks_in_use() == 0);
+    CHECK(second.stats().bytes_in_use == target.memory_bytes());
+    CHECK(target.options().level == 5);
+    CHECK(source.memory_bytes() == 0);  // NOLINT(bugprone-use-after-move)
+    CHECK(round_trip(target, input) == input);
+
+    compressor& same = target;
+    target = std::move(same);  // self-move: a no-op
+    CHECK(second.stats().bytes_in_use == target.memory_bytes());
+    CHECK(round_trip(target, input) == input);
+
+    source = std::move(target);  // into a moved-from object, and back
+    target = std::move(source);
+    CHECK(round_trip(target, input) == input);
+  }
+  CHECK(first.stats().deallocations == first.stats().allocations);
+  CHECK(second.stats().deallocations == second.stats().allocations);
+  CHECK(second.stats().bytes_in_use == 0);
+}
+
 TEST_CASE("window_log bounds the context's memory", "[zstd][compressor]") {
   for (int level : {1, 3, 9}) {
     std::size_t previous = 0;

@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -87,18 +88,20 @@ TEST_CASE("output exactly at the limit is accepted; one byte more is not",
 TEST_CASE("a frame declaring more than the limit is refused before any allocation",
           "[zstd][decompressor]") {
   const bytes big = frame_with_size(pmrkit::zstd::test::payload(4 * 1024 * 1024));
-  pmrkit::counting_resource buffers(std::pmr::new_delete_resource());
-  decompressor d(std::pmr::new_delete_resource(), {.max_output_bytes = 64 * 1024});
-  pmrkit::byte_buffer out(&buffers);
+  // Every allocation counts: the output buffer's and the decompressor's own (its context).
+  pmrkit::counting_resource counted(std::pmr::new_delete_resource());
+  decompressor d(&counted, {.max_output_bytes = 64 * 1024});
+  pmrkit::byte_buffer out(&counted);
   out.append("keep", 4);
-  const auto before = buffers.stats().bytes_allocated;
+  const auto before = counted.stats();
   try {
     d.decompress(big, out);
     FAIL("accepted");
   } catch (const output_limit_exceeded& e) {
     CHECK(std::string(e.what()).find("declares 4194304") != std::string::npos);
   }
-  CHECK(buffers.stats().bytes_allocated == before);
+  CHECK(counted.stats().allocations == before.allocations);
+  CHECK(counted.stats().bytes_allocated == before.bytes_allocated);
   CHECK(contents(out) == bytes{std::byte{'k'}, std::byte{'e'}, std::byte{'e'}, std::byte{'p'}});
 }
 
@@ -238,6 +241,42 @@ TEST_CASE("several frames, skippable ones included, decompress in order",
   out.clear();
   CHECK(d.decompress(input, out) == expected.size());
   CHECK(contents(out) == expected);
+}
+
+TEST_CASE("move assignment frees the old context once and keeps the new one whole",
+          "[zstd][decompressor][move]") {
+  pmrkit::counting_resource first(std::pmr::new_delete_resource());
+  pmrkit::counting_resource second(std::pmr::new_delete_resource());
+  const auto input = pmrkit::zstd::test::payload(5000);
+  const auto frame = frame_without_size(input, 20);
+  const auto decompresses = [&](decompressor& d) {
+    pmrkit::byte_buffer out(std::pmr::new_delete_resource());
+    d.decompress(frame, out);
+    return std::equal(out.span().begin(), out.span().end(), input.begin(), input.end());
+  };
+  {
+    decompressor target(&first, {.max_window_log = 20});
+    decompressor source(&second, {.max_window_log = 21});
+    CHECK(decompresses(target));  // the context holds a window now
+    target = std::move(source);  // over a live object
+    CHECK(first.stats().bytes_in_use == 0);
+    CHECK(first.stats().blocks_in_use() == 0);
+    CHECK(target.options().max_window_log == 21);
+    CHECK(source.memory_bytes() == 0);  // NOLINT(bugprone-use-after-move)
+    CHECK(decompresses(target));
+    CHECK(second.stats().bytes_in_use == target.memory_bytes());
+
+    decompressor& same = target;
+    target = std::move(same);  // self-move: a no-op
+    CHECK(decompresses(target));
+
+    source = std::move(target);  // into a moved-from object, and back
+    target = std::move(source);
+    CHECK(decompresses(target));
+  }
+  CHECK(first.stats().deallocations == first.stats().allocations);
+  CHECK(second.stats().deallocations == second.stats().allocations);
+  CHECK(second.stats().bytes_in_use == 0);
 }
 
 TEST_CASE("the context's memory comes from the resource and all goes back",

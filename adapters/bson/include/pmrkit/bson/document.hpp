@@ -87,6 +87,8 @@ class document {
 
  private:
   struct impl;
+  // Gives impl_ back to resource_ and leaves the object moved-from (destructor, move-assign).
+  void release_storage() noexcept;
   std::pmr::memory_resource* resource_;
   impl* impl_ = nullptr;  // allocated from resource_
 };

@@ -33,6 +33,7 @@
 #include "pmrkit/function_ref.hpp"
 #include "pmrkit/datagram/peer_address.hpp"
 #include "pmrkit/datagram/udp_socket.hpp"
+#include "pmrkit/datagram/unique_fd.hpp"
 
 namespace pmrkit::datagram {
 
@@ -111,7 +112,7 @@ class udp_receiver {
   std::unique_ptr<buffer_pool> owned_pool_;
   buffer_pool* pool_;
   udp_socket socket_;
-  int wake_fd_ = -1;
+  unique_fd wake_fd_;  // the eventfd stop() writes to
   std::vector<datagram> armed_;      // one per batch slot; buffers stay here between batches
   std::vector<receive_slot> slots_;  // the spans of armed_ handed to recvmmsg
   std::size_t pending_begin_ = 0;    // slots received but not yet handed on

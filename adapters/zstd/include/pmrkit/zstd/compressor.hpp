@@ -61,6 +61,8 @@ class compressor {
  private:
   friend class compressor_pool;
   struct impl;
+  // Gives impl_ back to resource_ and leaves the object moved-from (destructor, move-assign).
+  void release_context() noexcept;
   std::pmr::memory_resource* resource_;
   compressor_options options_;
   impl* impl_ = nullptr;  // allocated from resource_

@@ -52,6 +52,8 @@ class decompressor {
 
  private:
   struct impl;
+  // Gives impl_ back to resource_ and leaves the object moved-from (destructor, move-assign).
+  void release_context() noexcept;
   std::pmr::memory_resource* resource_;
   decompressor_options options_;
   impl* impl_ = nullptr;  // allocated from resource_

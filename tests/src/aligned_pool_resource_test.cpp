@@ -1,0 +1,74 @@
+// aligned_pool_resource over both standard pools: every alignment honoured (libstdc++'s pools
+// pick blocks by size alone), freed blocks reused, chunks from upstream and back on release(),
+// and an upstream failure reported as std::bad_alloc (libstdc++ swallows it on its own).
+#include "pmrkit/aligned_pool_resource.hpp"
+
+#include <catch2/catch.hpp>
+#include <cstddef>
+#include <new>
+
+#include "pmrkit/counting_resource.hpp"
+#include "test_resources.hpp"
+
+TEMPLATE_TEST_CASE("aligned_pool: every block is aligned as asked and blocks do not overlap",
+                   "[aligned_pool]", pmrkit::aligned_sync_pool_resource,
+                   pmrkit::aligned_unsync_pool_resource) {
+  TestType pool({}, std::pmr::new_delete_resource());
+  pmrkit::test::check_alignment_and_overlap(pool, {1, 8, 24, 40, 100, 1000, 70000}, 4096);
+}
+
+TEMPLATE_TEST_CASE("aligned_pool: a freed block is reused without asking upstream",
+                   "[aligned_pool]", pmrkit::aligned_sync_pool_resource,
+                   pmrkit::aligned_unsync_pool_resource) {
+  pmrkit::counting_resource upstream(std::pmr::new_delete_resource());
+  TestType pool({}, &upstream);
+  for (std::size_t alignment : {8u, 64u}) {
+    void* a = pool.allocate(48, alignment);
+    const auto upstream_calls = upstream.stats().allocations;
+    pool.deallocate(a, 48, alignment);
+    void* again = pool.allocate(48, alignment);
+    CHECK(again == a);
+    CHECK(upstream.stats().allocations == upstream_calls);
+    pool.deallocate(again, 48, alignment);
+  }
+}
+
+TEMPLATE_TEST_CASE("aligned_pool: chunks come from upstream and go back on release()",
+                   "[aligned_pool]", pmrkit::aligned_sync_pool_resource,
+                   pmrkit::aligned_unsync_pool_resource) {
+  pmrkit::counting_resource upstream(std::pmr::new_delete_resource());
+  TestType pool({}, &upstream);
+  CHECK(pool.upstream_resource() == &upstream);
+  for (int i = 0; i < 1000; ++i) (void)pool.allocate(64, 16);  // left allocated on purpose
+  (void)pool.allocate(1 << 20, 4096);                          // larger than any pool
+  CHECK(upstream.stats().bytes_in_use > 1000u * 64 + (1u << 20));
+  pool.release();
+  CHECK(upstream.stats().bytes_in_use == 0);
+  pmrkit::test::check_usable(pool, 64, 16);  // after release() too
+}
+
+TEMPLATE_TEST_CASE("aligned_pool: an upstream failure is std::bad_alloc and the pool recovers",
+                   "[aligned_pool]", pmrkit::aligned_sync_pool_resource,
+                   pmrkit::aligned_unsync_pool_resource) {
+  pmrkit::test::failing_resource upstream(std::pmr::new_delete_resource());
+  pmrkit::counting_resource counted(&upstream);
+  {
+    TestType pool({}, &counted);
+    // Every step of a first chunk's setup fails in turn: upstream's n-th call.
+    for (std::size_t allowed = 0; allowed < 4; ++allowed) {
+      CAPTURE(allowed);
+      upstream.allow(allowed);
+      try {
+        void* p = pool.allocate(32, 8);
+        pool.deallocate(p, 32, 8);
+      } catch (const std::bad_alloc&) {
+        CHECK(upstream.failures() > 0);
+      }
+    }
+    upstream.allow(0);
+    CHECK_THROWS_AS(pool.allocate(1 << 20, 8), std::bad_alloc);
+    upstream.allow_all();
+    pmrkit::test::check_usable(pool, 32, 8);
+  }
+  CHECK(counted.stats().bytes_in_use == 0);
+}

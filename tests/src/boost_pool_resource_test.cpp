@@ -1,0 +1,119 @@
+// boost_pool_resource: blocks by power-of-two class from Boost.Pool chunks taken from upstream,
+// larger or over-aligned requests straight to upstream, and trim() giving back empty chunks.
+#include <catch2/catch.hpp>
+#include <cstddef>
+#include <new>
+#include <vector>
+
+#include "pmrkit/boost_pool_resource.hpp"
+#include "pmrkit/counting_resource.hpp"
+#include "test_resources.hpp"
+
+
+namespace {
+
+// Small chunks, so a few hundred blocks span several of them.
+pmrkit::boost_pool_options small_chunks() {
+  pmrkit::boost_pool_options o;
+  o.chunk_size = 1024;
+  o.max_chunk_size = 4096;
+  return o;
+}
+
+std::vector<void*> allocate_many(std::pmr::memory_resource& r, std::size_t count,
+                                 std::size_t bytes) {
+  std::vector<void*> blocks;
+  for (std::size_t i = 0; i < count; ++i) blocks.push_back(r.allocate(bytes, 8));
+  return blocks;
+}
+
+}  // namespace
+
+TEST_CASE("boost_pool: trim() returns every chunk whose blocks are all free",
+          "[boost_pool][trim]") {
+  pmrkit::counting_resource upstream(std::pmr::new_delete_resource());
+  pmrkit::boost_pool_resource pool(small_chunks(), &upstream);
+  // Freed in allocation order, the opposite of address order within each chunk.
+  for (void* p : allocate_many(pool, 600, 32)) pool.deallocate(p, 32, 8);
+  REQUIRE(upstream.stats().blocks_in_use() > 2);  // several chunks, all of them empty now
+
+  pool.trim();
+  CHECK(upstream.stats().blocks_in_use() == 0);
+  CHECK(upstream.stats().bytes_in_use == 0);
+}
+
+TEST_CASE("boost_pool: trim() keeps a chunk that still has a live block", "[boost_pool][trim]") {
+  pmrkit::counting_resource upstream(std::pmr::new_delete_resource());
+  pmrkit::boost_pool_resource pool(small_chunks(), &upstream);
+  std::vector<void*> blocks = allocate_many(pool, 600, 64);
+  void* const kept = blocks[300];
+  for (void* p : blocks)
+    if (p != kept) pool.deallocate(p, 64, 8);
+
+  pool.trim();
+  CHECK(upstream.stats().blocks_in_use() == 1);  // only the chunk that holds `kept`
+  static_cast<std::byte*>(kept)[63] = std::byte{1};  // still ours to write
+
+  // The pool stays usable after trim, and the next trim returns the last chunk.
+  pool.deallocate(pool.allocate(64, 8), 64, 8);
+  pool.deallocate(kept, 64, 8);
+  pool.trim();
+  CHECK(upstream.stats().bytes_in_use == 0);
+}
+
+TEST_CASE("boost_pool: blocks are aligned as asked, up to 64 pooled and beyond via upstream",
+          "[boost_pool]") {
+  pmrkit::counting_resource upstream(std::pmr::new_delete_resource());
+  pmrkit::boost_pool_resource pool({}, &upstream);
+  pmrkit::test::check_alignment_and_overlap(pool, {1, 7, 24, 100, 1000, 5000}, 4096);
+}
+
+TEST_CASE("boost_pool: a freed block is the next one of its class", "[boost_pool]") {
+  pmrkit::counting_resource upstream(std::pmr::new_delete_resource());
+  pmrkit::boost_pool_resource pool({}, &upstream);
+  void* a = pool.allocate(40, 8);  // the 64-byte class
+  void* b = pool.allocate(40, 8);
+  const auto upstream_calls = upstream.stats().allocations;
+  pool.deallocate(a, 40, 8);
+  CHECK(pool.allocate(64, 8) == a);  // same class, reused without asking upstream
+  CHECK(upstream.stats().allocations == upstream_calls);
+  pool.deallocate(a, 64, 8);
+  pool.deallocate(b, 40, 8);
+}
+
+TEST_CASE("boost_pool: chunks and large blocks come from upstream and all go back",
+          "[boost_pool]") {
+  pmrkit::counting_resource upstream(std::pmr::new_delete_resource());
+  {
+    pmrkit::boost_pool_options o;
+    o.max_pooled = 1024;
+    pmrkit::boost_pool_resource pool(o, &upstream);
+    CHECK(upstream.stats().allocations == 0);  // nothing until the first request
+    (void)pool.allocate(16, 8);
+    CHECK(upstream.stats().allocations == 1);  // the 16-byte class's first chunk
+    const auto before = upstream.stats();
+    void* large = pool.allocate(2000, 8);  // above max_pooled: straight to upstream
+    CHECK(upstream.stats().allocations == before.allocations + 1);
+    CHECK(upstream.stats().bytes_in_use >= before.bytes_in_use + 2000);
+    pool.deallocate(large, 2000, 8);
+    CHECK(upstream.stats().bytes_in_use == before.bytes_in_use);
+    (void)pool.allocate(3000, 8);  // still allocated when the pool goes
+  }
+  CHECK(upstream.stats().bytes_in_use == 0);
+  CHECK(upstream.stats().blocks_in_use() == 0);
+}
+
+TEST_CASE("boost_pool: an upstream failure is std::bad_alloc and the pool stays usable",
+          "[boost_pool]") {
+  pmrkit::test::failing_resource upstream(std::pmr::new_delete_resource(), 0);
+  pmrkit::counting_resource counted(&upstream);
+  {
+    pmrkit::boost_pool_resource pool({}, &counted);
+    CHECK_THROWS_AS(pool.allocate(32, 8), std::bad_alloc);       // a chunk
+    CHECK_THROWS_AS(pool.allocate(1 << 20, 8), std::bad_alloc);  // a large block
+    CHECK(counted.stats().allocations == 0);
+    upstream.allow_all();
+    pmrkit::test::check_usable(pool, 32, 8);
+  }
+  CHECK(counted.stats().bytes_in_use == 0);
+}
