@@ -11,4 +11,5 @@
 #include "pmrkit/counting_resource.hpp"
 #include "pmrkit/mimalloc_resource.hpp"
 #include "pmrkit/registry.hpp"
+#include "pmrkit/single_writer_counter.hpp"
 #include "pmrkit/size_class_resource.hpp"

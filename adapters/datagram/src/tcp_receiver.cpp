@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "pmrkit/datagram/errors.hpp"
+#include "pmrkit/single_writer_counter.hpp"
 #include "socket_util.hpp"
 
 namespace pmrkit::datagram {
@@ -30,9 +31,6 @@ constexpr std::chrono::milliseconds accept_pause{100};
 constexpr std::size_t reuse_slack = 4;
 constexpr std::size_t reuse_floor = 1024;
 
-void owner_add(std::atomic<std::uint64_t>& counter, std::uint64_t amount = 1) noexcept {
-  counter.store(counter.load(std::memory_order_relaxed) + amount, std::memory_order_relaxed);
-}
 
 const tcp_receiver_options& checked(const tcp_receiver_options& options) {
   if (options.read_buffer_size < min_read_buffer || options.read_buffer_size > max_read_buffer) {
@@ -97,15 +95,16 @@ struct tcp_receiver::impl {
   std::optional<std::chrono::steady_clock::time_point> accepting_paused_until;
   char wake_tag = 0;
 
-  std::atomic<std::uint64_t> frames{0};
-  std::atomic<std::uint64_t> bytes_received{0};
-  std::atomic<std::uint64_t> accepted{0};
-  std::atomic<std::uint64_t> closed{0};
-  std::atomic<std::uint64_t> rejected{0};
-  std::atomic<std::uint64_t> framing_errors{0};
-  std::atomic<std::uint64_t> cut_at_close{0};
-  std::atomic<std::uint64_t> accept_failures{0};
-  std::atomic<std::size_t> open{0};
+  // Written only by the receiving thread, read by stats() and open_connections() on any.
+  single_writer_counter<std::uint64_t> frames;
+  single_writer_counter<std::uint64_t> bytes_received;
+  single_writer_counter<std::uint64_t> accepted;
+  single_writer_counter<std::uint64_t> closed;
+  single_writer_counter<std::uint64_t> rejected;
+  single_writer_counter<std::uint64_t> framing_errors;
+  single_writer_counter<std::uint64_t> cut_at_close;
+  single_writer_counter<std::uint64_t> accept_failures;
+  single_writer_counter<std::size_t> open;
 };
 
 void tcp_receiver::impl::listen(const tcp_receiver_options& options) {
@@ -147,23 +146,23 @@ void tcp_receiver::impl::accept_ready() {
       if (errno == ECONNABORTED || errno == EINTR || errno == EPROTO) continue;
       // No descriptor or memory for it (EMFILE, ENFILE, ENOBUFS, ...): the connection stays
       // queued and the socket readable, so stop watching it for a while instead of spinning.
-      owner_add(accept_failures);
+      accept_failures.add();
       pause_accepting();
       return;
     }
     detail::unique_fd owned(fd);
     peer.set_size(length);
-    owner_add(accepted);
+    accepted.add();
     if (connections.size() >= receiver.options_.max_connections) {
-      owner_add(rejected);
-      owner_add(closed);
+      rejected.add();
+      closed.add();
       continue;  // `owned` closes it
     }
     auto c = std::make_unique<connection>(owned.release(), peer, next_id++, pool, framing);
     c->index = connections.size();
     watch(c->fd.get(), c.get());
     connections.push_back(std::move(c));
-    open.store(connections.size(), std::memory_order_relaxed);
+    open.set(connections.size());
   }
 }
 
@@ -198,8 +197,8 @@ void tcp_receiver::impl::close(connection& c) {
   std::swap(connections[at], connections.back());
   connections[at]->index = at;
   connections.pop_back();  // destroys c
-  owner_add(closed);
-  open.store(connections.size(), std::memory_order_relaxed);
+  closed.add();
+  open.set(connections.size());
 }
 
 std::size_t tcp_receiver::impl::service(connection& c, tcp_frame_handler& handler) {
@@ -215,7 +214,7 @@ std::size_t tcp_receiver::impl::service(connection& c, tcp_frame_handler& handle
     frame.buffer.append(bytes);
     frame.peer = c.peer;
     frame.connection = c.id;
-    owner_add(frames);
+    frames.add();
     ++delivered;
     handler(frame);
   };
@@ -227,11 +226,11 @@ std::size_t tcp_receiver::impl::service(connection& c, tcp_frame_handler& handle
       return delivered;
     }
     if (got == 0) {
-      if (c.framer.has_partial_frame()) owner_add(cut_at_close);
+      if (c.framer.has_partial_frame()) cut_at_close.add();
       close(c);
       return delivered;
     }
-    owner_add(bytes_received, static_cast<std::uint64_t>(got));
+    bytes_received.add(static_cast<std::uint64_t>(got));
     framing_error error;
     try {
       error = c.framer.feed({read_buffer.data(), static_cast<std::size_t>(got)}, on_frame);
@@ -240,7 +239,7 @@ std::size_t tcp_receiver::impl::service(connection& c, tcp_frame_handler& handle
       throw;
     }
     if (error != framing_error::none) {
-      owner_add(framing_errors);
+      framing_errors.add();
       const connection_error report{c.peer, c.id, error};
       close(c);
       if (on_error) on_error(report);
@@ -313,18 +312,18 @@ void tcp_receiver::stop() noexcept {
 
 tcp_receiver_stats tcp_receiver::stats() const noexcept {
   const impl& i = *impl_;
-  return {.frames = i.frames.load(std::memory_order_relaxed),
-          .bytes_received = i.bytes_received.load(std::memory_order_relaxed),
-          .connections_accepted = i.accepted.load(std::memory_order_relaxed),
-          .connections_closed = i.closed.load(std::memory_order_relaxed),
-          .connections_rejected = i.rejected.load(std::memory_order_relaxed),
-          .framing_errors = i.framing_errors.load(std::memory_order_relaxed),
-          .cut_at_close = i.cut_at_close.load(std::memory_order_relaxed),
-          .accept_failures = i.accept_failures.load(std::memory_order_relaxed)};
+  return {.frames = i.frames.get(),
+          .bytes_received = i.bytes_received.get(),
+          .connections_accepted = i.accepted.get(),
+          .connections_closed = i.closed.get(),
+          .connections_rejected = i.rejected.get(),
+          .framing_errors = i.framing_errors.get(),
+          .cut_at_close = i.cut_at_close.get(),
+          .accept_failures = i.accept_failures.get()};
 }
 
 std::size_t tcp_receiver::open_connections() const noexcept {
-  return impl_->open.load(std::memory_order_relaxed);
+  return impl_->open.get();
 }
 
 }  // namespace pmrkit::datagram
