@@ -43,12 +43,13 @@ struct accounting {
   }
 };
 
-buffer_pool_options small_pool(std::size_t max_per_bucket = 8, std::size_t thread_cache = 2) {
+buffer_pool_options small_pool(std::size_t max_per_bucket = 8,
+                               std::size_t thread_buffers_per_bucket = 2) {
   buffer_pool_options options;
   options.min_capacity = 256;
   options.max_capacity = 4096;
   options.max_per_bucket = max_per_bucket;
-  options.thread_cache = thread_cache;
+  options.thread_buffers_per_bucket = thread_buffers_per_bucket;
   return options;
 }
 
@@ -160,11 +161,11 @@ TEST_CASE("storage is aligned and freed with the exact size and alignment", "[bu
 // Retention bounds
 
 TEST_CASE("at most max_per_bucket buffers are retained per bucket", "[buffer_pool]") {
-  const std::size_t thread_cache = GENERATE(0, 1, 3, 8);
-  CAPTURE(thread_cache);
+  const std::size_t thread_buffers_per_bucket = GENERATE(0, 1, 3, 8);
+  CAPTURE(thread_buffers_per_bucket);
   accounting a;
   {
-    buffer_pool pool(&a.counting, small_pool(3, thread_cache));
+    buffer_pool pool(&a.counting, small_pool(3, thread_buffers_per_bucket));
     {
       std::vector<byte_buffer> out;
       for (int i = 0; i < 5; ++i) out.push_back(pool.acquire(300));
@@ -423,7 +424,7 @@ TEST_CASE("options that cannot work are rejected with what is allowed", "[buffer
   CHECK_THROWS_AS(buffer_pool(&a.counting, options), std::invalid_argument);
 
   options = {};
-  options.thread_cache = 1'000'000;
+  options.thread_buffers_per_bucket = 1'000'000;
   CHECK_THROWS_WITH(buffer_pool(&a.counting, options), Catch::Contains("at most 1024"));
 
   CHECK_THROWS_WITH(buffer_pool(nullptr), Catch::Contains("must not be null"));
@@ -493,10 +494,10 @@ TEST_CASE("buffers released on another thread come back to the acquiring thread"
           "[buffer_pool][concurrent]") {
   accounting a;
   constexpr std::size_t queue_depth = 8;
-  constexpr std::size_t thread_cache = 4;
+  constexpr std::size_t thread_buffers_per_bucket = 4;
   constexpr int messages = 5000;
   {
-    buffer_pool pool(&a.counting, small_pool(64, thread_cache));
+    buffer_pool pool(&a.counting, small_pool(64, thread_buffers_per_bucket));
     std::mutex mutex;
     std::condition_variable changed;
     std::deque<byte_buffer> queue;
@@ -541,7 +542,7 @@ TEST_CASE("buffers released on another thread come back to the acquiring thread"
     CHECK(stats.acquires == messages);
     // Buffers that exist are in the queue, in a hand, or in the consumer's cache; any more and
     // the consumer's returns were lost to the producer.
-    CHECK(stats.misses <= queue_depth + thread_cache + 2);
+    CHECK(stats.misses <= queue_depth + thread_buffers_per_bucket + 2);
     CHECK(stats.dropped_for_bound == 0);
     check_consistent(stats, a);
   }
