@@ -22,9 +22,9 @@
 // own cache, within its credits, touches no shared memory at all. Slots move between the shared
 // budget and a cache only when the cache grows, is trimmed, or its thread exits.
 //
-// The caches live in a thread_caches (thread_cache_directory.hpp), which orders the two ways a
-// cache can end: its thread exits first (its blocks move to the shared buckets) or the pool is
-// destroyed first (it frees the blocks, and the thread never touches the dead pool).
+// The caches live in caches_, a thread_caches (thread_cache_directory.hpp), which orders the two
+// ways a cache can end: its thread exits first (its blocks move to the shared buckets) or the
+// pool is destroyed first (it frees the blocks, and the thread never touches the dead pool).
 
 namespace pmrkit {
 namespace {
@@ -147,8 +147,8 @@ pool_engine::pool_engine(std::pmr::memory_resource* memory, const buffer_pool_op
   }
   if (options.thread_buffers_per_bucket > max_thread_buffers_per_bucket) {
     throw_bad_options("thread_buffers_per_bucket " +
-                      std::to_string(options.thread_buffers_per_bucket) + " is too large: at most " +
-                      std::to_string(max_thread_buffers_per_bucket) +
+                      std::to_string(options.thread_buffers_per_bucket) +
+                      " is too large: at most " + std::to_string(max_thread_buffers_per_bucket) +
                       " buffers per bucket per thread");
   }
   min_shift_ = static_cast<std::size_t>(std::countr_zero(std::bit_ceil(options.min_capacity)));
@@ -187,9 +187,9 @@ void pool_engine::note(bucket_cache* cache, counter_field field, std::uint64_t a
 bucket_cache* pool_engine::local_cache() noexcept {
   // nullptr (out of memory for bookkeeping, or the thread is past its exit hook, as when a
   // thread_local buffer is released during thread teardown): work through the shared buckets.
-  bucket_cache* cache =
-      caches_.find_or_make(this, bucket_count_, per_thread_, epoch_.load(std::memory_order_acquire));
-  if (cache != nullptr && cache->epoch != epoch_.load(std::memory_order_acquire)) drain(*cache);
+  const std::uint64_t epoch = epoch_.load(std::memory_order_acquire);
+  bucket_cache* cache = caches_.find_or_make(this, bucket_count_, per_thread_, epoch);
+  if (cache != nullptr && cache->epoch != epoch) drain(*cache);
   return cache;
 }
 

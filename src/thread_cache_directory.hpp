@@ -159,7 +159,8 @@ class thread_caches {
   // detach_mutex (its thread cannot be exiting meanwhile).
   template <class Visit>
   void detach_all(Visit&& before_detach) noexcept {
-    registry_.detach_all([&](cache_link& link) { before_detach(static_cast<linked&>(link).cache); });
+    registry_.detach_all(
+        [&](cache_link& link) { before_detach(static_cast<linked&>(link).cache); });
   }
 
   // Calls visit(cache) for each attached cache, then after(), with no thread exit halfway

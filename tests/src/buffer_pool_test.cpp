@@ -20,6 +20,7 @@
 
 #include "buffer_pool_test_resources.hpp"
 #include "pmrkit/counting_resource.hpp"
+#include "pmrkit/size_class_resource.hpp"
 
 namespace {
 
@@ -660,6 +661,75 @@ TEST_CASE("a buffer released during thread teardown still returns to the pool",
     CHECK(pool.stats().dropped_for_bound == 0);
     auto buffer = pool.acquire(300);
     CHECK(pool.stats().hits == 1);
+  }
+  a.require_all_returned();
+}
+
+TEST_CASE("a thread's caches of a pool and of a size_class resource both go back at its exit",
+          "[buffer_pool][concurrent]") {
+  // Both keep their per-thread caches in one directory per thread; the exit hook must hand
+  // each cache to its own owner. (Not the ledger: chunks are aligned to their size.)
+  counting_resource counted(std::pmr::new_delete_resource());
+  {
+    pmrkit::size_class_resource blocks({}, &counted);
+    {
+      buffer_pool pool(&blocks, small_pool(8, 4));
+      std::thread worker([&] {
+        std::vector<byte_buffer> out;
+        out.push_back(pool.acquire(300));
+        out.push_back(pool.acquire(300));
+        std::pmr::vector<int> own(100, &blocks);  // a block of the resource's own cache
+      });
+      worker.join();
+      CHECK(pool.stats().buffers_retained == 2);  // moved to the shared bucket
+      CHECK(pool.stats().acquires == 2);
+      std::uint64_t cached = 0;
+      std::uint64_t live = 0;
+      for (const auto& size_class : blocks.stats().classes) {
+        cached += size_class.cached_blocks;
+        live += size_class.live_blocks;
+      }
+      CHECK(cached == 0);  // the worker's size_class cache went back to the stores
+      CHECK(live == 2);    // the two buffers the pool keeps
+    }
+    std::uint64_t live = 0;
+    for (const auto& size_class : blocks.stats().classes) live += size_class.live_blocks;
+    CHECK(live == 0);
+  }
+  CHECK(counted.stats().bytes_in_use == 0);
+}
+
+TEST_CASE("stats() counts an exiting thread once, before or after its exit",
+          "[buffer_pool][concurrent]") {
+  constexpr int threads = 8;
+  constexpr int acquires_each = 50;
+  accounting a;
+  {
+    buffer_pool pool(&a.counting, small_pool(64, 4));
+    std::atomic<bool> all_joined{false};
+    std::uint64_t went_down = 0;
+    std::uint64_t too_many = 0;
+    std::thread watcher([&] {
+      std::uint64_t previous = 0;
+      while (!all_joined.load(std::memory_order_acquire)) {
+        const std::uint64_t now = pool.stats().acquires;
+        if (now < previous) ++went_down;
+        if (now > std::uint64_t{threads} * acquires_each) ++too_many;
+        previous = now;
+      }
+    });
+    std::vector<std::thread> workers;
+    for (int t = 0; t < threads; ++t) {
+      workers.emplace_back([&] {
+        for (int i = 0; i < acquires_each; ++i) auto buffer = pool.acquire(300);
+      });
+    }
+    for (auto& worker : workers) worker.join();
+    all_joined.store(true, std::memory_order_release);
+    watcher.join();
+    CHECK(went_down == 0);
+    CHECK(too_many == 0);
+    CHECK(pool.stats().acquires == std::uint64_t{threads} * acquires_each);
   }
   a.require_all_returned();
 }

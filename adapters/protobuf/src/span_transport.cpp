@@ -107,7 +107,8 @@ std::size_t span_sender::flush() {
       ++at;
       continue;
     }
-    for (int k = 0; k < n; ++k) i.bytes_sent.add(i.headers[at + static_cast<std::size_t>(k)].msg_len);
+    for (int k = 0; k < n; ++k)
+      i.bytes_sent.add(i.headers[at + static_cast<std::size_t>(k)].msg_len);
     accepted += static_cast<std::size_t>(n);
     at += static_cast<std::size_t>(n);
   }
