@@ -10,25 +10,29 @@
 #include <string>
 #include <vector>
 
+#include "pmrkit/single_writer_counter.hpp"
+#include "thread_cache_directory.hpp"
+
 // How the pool keeps its bound without a locked instruction on the hot path:
 //
 // Each bucket has `free_slots`, the part of its max_per_bucket bound nobody holds. A retained
-// block always occupies a slot: blocks in the shared bucket hold one each, and a thread cache
-// holds `credits` slots, at least as many as the blocks it keeps. So retained blocks never
-// exceed max_per_bucket, and a thread that releases into and acquires from its own cache, within
-// its credits, touches no shared memory at all. Slots move between the shared budget and a
-// cache only when the cache grows, is trimmed, or its thread exits.
+// block always occupies a slot: blocks in the shared bucket hold one each, and a thread's
+// bucket_cache holds `credits` slots, at least as many as the blocks it keeps. So retained
+// blocks never exceed max_per_bucket, and a thread that releases into and acquires from its
+// own cache, within its credits, touches no shared memory at all. Slots move between the shared
+// budget and a cache only when the cache grows, is trimmed, or its thread exits.
 //
-// A thread cache is shared (shared_ptr) by its thread's thread_local list and by the pool's
-// registry, and `lifetime_mutex` orders the two ways it can end: the thread exits first (its
-// blocks move to the shared buckets) or the pool is destroyed first (it frees the blocks and
-// marks the cache orphaned, so the thread never touches the dead pool).
+// The caches live in caches_, a thread_caches (thread_cache_directory.hpp), which orders the two
+// ways a cache can end: its thread exits first (its blocks move to the shared buckets) or the
+// pool is destroyed first (it frees the blocks, and the thread never touches the dead pool).
 
 namespace pmrkit {
 namespace {
 
+using detail::thread_caches;
+
 constexpr std::size_t max_request = static_cast<std::size_t>(std::numeric_limits<std::ptrdiff_t>::max());
-constexpr std::size_t max_thread_cache = 1024;
+constexpr std::size_t max_thread_buffers_per_bucket = 1024;
 // Shared buckets reserve room for this many blocks up front so steady-state returns never
 // allocate bookkeeping; larger bounds grow the list on first use.
 constexpr std::size_t shared_reserve_limit = 1024;
@@ -38,33 +42,24 @@ struct block {
   std::size_t capacity;
 };
 
+// Each written by one thread at a time: a cache's by its thread (or, once the thread is gone
+// or the pool is being destroyed, by whoever holds the cache's detach_mutex); the pool's
+// retired counters under retired_mutex_.
 struct counters {
-  std::atomic<std::uint64_t> acquires{0};
-  std::atomic<std::uint64_t> hits{0};
-  std::atomic<std::uint64_t> misses{0};
-  std::atomic<std::uint64_t> dropped_for_size{0};
-  std::atomic<std::uint64_t> dropped_for_bound{0};
-  std::atomic<std::uint64_t> buffers_retained{0};
-  std::atomic<std::uint64_t> bytes_retained{0};
+  single_writer_counter<std::uint64_t> acquires;
+  single_writer_counter<std::uint64_t> hits;
+  single_writer_counter<std::uint64_t> misses;
+  single_writer_counter<std::uint64_t> dropped_for_size;
+  single_writer_counter<std::uint64_t> dropped_for_bound;
+  single_writer_counter<std::uint64_t> buffers_retained;
+  single_writer_counter<std::uint64_t> bytes_retained;
 };
-using counter_field = std::atomic<std::uint64_t> counters::*;
+using counter_field = single_writer_counter<std::uint64_t> counters::*;
 
-// A counter only its owning thread writes: a plain load and store, no locked instruction;
-// stats() may read it from any thread.
-void owner_add(std::atomic<std::uint64_t>& counter, std::uint64_t amount) noexcept {
-  counter.store(counter.load(std::memory_order_relaxed) + amount, std::memory_order_relaxed);
-}
-void owner_sub(std::atomic<std::uint64_t>& counter, std::uint64_t amount) noexcept {
-  counter.store(counter.load(std::memory_order_relaxed) - amount, std::memory_order_relaxed);
-}
-
-class pool_engine;
-
-struct thread_cache {
-  thread_cache(pool_engine* owner_pool, std::size_t buckets, std::size_t per_bucket_limit,
-               std::uint64_t current_epoch)
-      : owner(owner_pool),
-        epoch(current_epoch),
+// One thread's blocks of one pool, per bucket.
+struct bucket_cache {
+  bucket_cache(std::size_t buckets, std::size_t per_bucket_limit, std::uint64_t current_epoch)
+      : epoch(current_epoch),
         per_bucket(per_bucket_limit),
         blocks(buckets * per_bucket_limit),
         count(buckets, 0),
@@ -72,9 +67,6 @@ struct thread_cache {
 
   block* bucket_blocks(std::size_t bucket) noexcept { return blocks.data() + bucket * per_bucket; }
 
-  pool_engine* const owner;  // valid while !orphaned
-  std::mutex lifetime_mutex;
-  std::atomic<bool> orphaned{false};
   std::uint64_t epoch;  // the pool's trim epoch this cache last drained at
   const std::size_t per_bucket;
   std::vector<block> blocks;
@@ -82,65 +74,6 @@ struct thread_cache {
   std::vector<std::size_t> credits;
   counters stats;
 };
-
-void release_on_thread_exit(thread_cache& cache) noexcept;
-
-// This thread's caches, one per pool it has used.
-class thread_caches {
- public:
-  thread_caches() noexcept = default;
-  thread_caches(const thread_caches&) = delete;
-  thread_caches& operator=(const thread_caches&) = delete;
-  ~thread_caches();
-
-  thread_cache* find(const pool_engine* owner) noexcept {
-    if (last_ != nullptr && last_->owner == owner &&
-        !last_->orphaned.load(std::memory_order_acquire)) {
-      return last_;
-    }
-    for (auto& entry : entries_) {
-      if (entry->owner == owner && !entry->orphaned.load(std::memory_order_acquire)) {
-        last_ = entry.get();
-        return last_;
-      }
-    }
-    return nullptr;
-  }
-
-  // Makes room for one more entry (and forgets caches of pools that are gone), so that adding
-  // after the pool registered the cache cannot fail.
-  void prepare_add() {
-    last_ = nullptr;
-    std::erase_if(entries_, [](const std::shared_ptr<thread_cache>& entry) {
-      return entry->orphaned.load(std::memory_order_acquire);
-    });
-    entries_.reserve(entries_.size() + 1);
-  }
-  thread_cache* add(std::shared_ptr<thread_cache> cache) noexcept {
-    entries_.push_back(std::move(cache));
-    last_ = entries_.back().get();
-    return last_;
-  }
-
- private:
-  std::vector<std::shared_ptr<thread_cache>> entries_;
-  thread_cache* last_ = nullptr;
-};
-
-// Set once this thread's caches are destroyed: a buffer released later in thread teardown (a
-// thread_local byte_buffer constructed before them) then goes straight to the shared buckets.
-constinit thread_local bool this_thread_caches_destroyed = false;
-
-thread_caches::~thread_caches() {
-  this_thread_caches_destroyed = true;
-  for (auto& entry : entries_) release_on_thread_exit(*entry);
-}
-
-thread_caches* this_thread_caches() noexcept {
-  if (this_thread_caches_destroyed) return nullptr;
-  thread_local thread_caches caches;
-  return &caches;
-}
 
 class pool_engine {
  public:
@@ -153,8 +86,8 @@ class pool_engine {
   void give_back(block returned) noexcept;
   void trim() noexcept;
   buffer_pool_stats stats() const;
-  // Called with cache.lifetime_mutex held and the cache not orphaned, on the cache's thread.
-  void absorb_exiting_cache(thread_cache& cache) noexcept;
+  // Called by caches_ on the cache's exiting thread, under its detach_mutex, the pool alive.
+  void absorb_exiting_cache(bucket_cache& cache) noexcept;
 
   std::pmr::memory_resource* const resource;
   const buffer_pool_options options;
@@ -164,8 +97,9 @@ class pool_engine {
     std::mutex mutex;
     std::vector<block> blocks;                 // guarded by mutex
     std::atomic<std::size_t> free_slots{0};    // unheld part of max_per_bucket
-    std::atomic<std::uint64_t> buffers{0};     // blocks.size(), for stats()
-    std::atomic<std::uint64_t> bytes{0};       // their capacities
+    // For stats(); written under mutex.
+    single_writer_counter<std::uint64_t> buffers;  // blocks.size()
+    single_writer_counter<std::uint64_t> bytes;    // their capacities
   };
 
   std::size_t bucket_capacity(std::size_t bucket) const noexcept {
@@ -179,31 +113,24 @@ class pool_engine {
     return static_cast<std::size_t>(std::bit_width(capacity)) - 1 - min_shift_;
   }
 
-  thread_cache* local_cache() noexcept;
-  void note(thread_cache* cache, counter_field field, std::uint64_t amount = 1) noexcept;
+  bucket_cache* local_cache() noexcept;
+  void note(bucket_cache* cache, counter_field field, std::uint64_t amount = 1) noexcept;
   bool take_slot(std::size_t bucket) noexcept;
   void return_slots(std::size_t bucket, std::size_t slots) noexcept;
   std::optional<block> pop_shared(std::size_t bucket) noexcept;
   bool push_shared(std::size_t bucket, block kept) noexcept;
   void free_block(block freed) noexcept;
-  void drain(thread_cache& cache) noexcept;  // frees its blocks, gives its slots back
+  void drain(bucket_cache& cache) noexcept;  // frees its blocks, gives its slots back
 
   std::size_t min_shift_ = 0;
   std::size_t bucket_count_ = 0;
   std::size_t per_thread_ = 0;
   std::unique_ptr<shared_bucket[]> buckets_;
   std::atomic<std::uint64_t> epoch_{0};
-  mutable std::mutex registry_mutex_;
-  std::vector<std::shared_ptr<thread_cache>> caches_;  // guarded by registry_mutex_
+  thread_caches<pool_engine, bucket_cache> caches_;
+  mutable std::mutex retired_mutex_;
   counters retired_;  // threads that exited, and work done without a thread cache
 };
-
-void release_on_thread_exit(thread_cache& cache) noexcept {
-  std::lock_guard lock(cache.lifetime_mutex);
-  if (cache.orphaned.load(std::memory_order_relaxed)) return;  // its pool is gone
-  cache.owner->absorb_exiting_cache(cache);
-  cache.orphaned.store(true, std::memory_order_release);
-}
 
 [[noreturn]] void throw_bad_options(const std::string& what) {
   throw std::invalid_argument("pmrkit::buffer_pool: " + what);
@@ -218,15 +145,16 @@ pool_engine::pool_engine(std::pmr::memory_resource* memory, const buffer_pool_op
                       ", rounded up to a power of two, must not exceed max_capacity " +
                       std::to_string(options.max_capacity));
   }
-  if (options.thread_cache > max_thread_cache) {
-    throw_bad_options("thread_cache " + std::to_string(options.thread_cache) +
-                      " is too large: at most " + std::to_string(max_thread_cache) +
+  if (options.thread_buffers_per_bucket > max_thread_buffers_per_bucket) {
+    throw_bad_options("thread_buffers_per_bucket " +
+                      std::to_string(options.thread_buffers_per_bucket) +
+                      " is too large: at most " + std::to_string(max_thread_buffers_per_bucket) +
                       " buffers per bucket per thread");
   }
   min_shift_ = static_cast<std::size_t>(std::countr_zero(std::bit_ceil(options.min_capacity)));
   const auto max_shift = static_cast<std::size_t>(std::bit_width(options.max_capacity)) - 1;
   bucket_count_ = max_shift - min_shift_ + 1;
-  per_thread_ = std::min(options.thread_cache, options.max_per_bucket);
+  per_thread_ = std::min(options.thread_buffers_per_bucket, options.max_per_bucket);
   buckets_ = std::make_unique<shared_bucket[]>(bucket_count_);
   for (std::size_t b = 0; b < bucket_count_; ++b) {
     buckets_[b].free_slots.store(options.max_per_bucket, std::memory_order_relaxed);
@@ -235,17 +163,8 @@ pool_engine::pool_engine(std::pmr::memory_resource* memory, const buffer_pool_op
 }
 
 pool_engine::~pool_engine() {
-  std::vector<std::shared_ptr<thread_cache>> caches;
-  {
-    std::lock_guard lock(registry_mutex_);
-    caches.swap(caches_);
-  }
-  for (auto& cache : caches) {
-    std::lock_guard lock(cache->lifetime_mutex);
-    if (cache->orphaned.load(std::memory_order_relaxed)) continue;
-    drain(*cache);
-    cache->orphaned.store(true, std::memory_order_release);
-  }
+  // Caches whose threads still run: free their blocks; the threads drop them later.
+  caches_.detach_all([this](bucket_cache& cache) { drain(cache); });
   // Only now: a thread exiting meanwhile may have moved its blocks into the shared buckets.
   for (std::size_t b = 0; b < bucket_count_; ++b) {
     for (const block& kept : buckets_[b].blocks) free_block(kept);
@@ -256,33 +175,21 @@ void pool_engine::free_block(block freed) noexcept {
   resource->deallocate(freed.data, freed.capacity, byte_buffer::alignment);
 }
 
-void pool_engine::note(thread_cache* cache, counter_field field, std::uint64_t amount) noexcept {
+void pool_engine::note(bucket_cache* cache, counter_field field, std::uint64_t amount) noexcept {
   if (cache != nullptr) {
-    owner_add(cache->stats.*field, amount);
+    (cache->stats.*field).add(amount);
   } else {
-    (retired_.*field).fetch_add(amount, std::memory_order_relaxed);
+    const std::lock_guard lock(retired_mutex_);
+    (retired_.*field).add(amount);
   }
 }
 
-thread_cache* pool_engine::local_cache() noexcept {
-  thread_caches* caches = this_thread_caches();
-  if (caches == nullptr) return nullptr;
-  thread_cache* cache = caches->find(this);
-  if (cache == nullptr) {
-    try {
-      caches->prepare_add();
-      auto fresh = std::make_shared<thread_cache>(this, bucket_count_, per_thread_,
-                                                  epoch_.load(std::memory_order_acquire));
-      {
-        std::lock_guard lock(registry_mutex_);
-        caches_.push_back(fresh);
-      }
-      cache = caches->add(std::move(fresh));
-    } catch (...) {
-      return nullptr;  // out of memory for bookkeeping: work through the shared buckets
-    }
-  }
-  if (cache->epoch != epoch_.load(std::memory_order_acquire)) drain(*cache);
+bucket_cache* pool_engine::local_cache() noexcept {
+  // nullptr (out of memory for bookkeeping, or the thread is past its exit hook, as when a
+  // thread_local buffer is released during thread teardown): work through the shared buckets.
+  const std::uint64_t epoch = epoch_.load(std::memory_order_acquire);
+  bucket_cache* cache = caches_.find_or_make(this, bucket_count_, per_thread_, epoch);
+  if (cache != nullptr && cache->epoch != epoch) drain(*cache);
   return cache;
 }
 
@@ -307,8 +214,8 @@ std::optional<block> pool_engine::pop_shared(std::size_t bucket) noexcept {
   if (shared.blocks.empty()) return std::nullopt;
   const block taken = shared.blocks.back();
   shared.blocks.pop_back();
-  shared.buffers.store(shared.blocks.size(), std::memory_order_relaxed);
-  owner_sub(shared.bytes, taken.capacity);
+  shared.buffers.set(shared.blocks.size());
+  shared.bytes.subtract(taken.capacity);
   return taken;
 }
 
@@ -320,12 +227,12 @@ bool pool_engine::push_shared(std::size_t bucket, block kept) noexcept {
   } catch (...) {
     return false;
   }
-  shared.buffers.store(shared.blocks.size(), std::memory_order_relaxed);
-  owner_add(shared.bytes, kept.capacity);
+  shared.buffers.set(shared.blocks.size());
+  shared.bytes.add(kept.capacity);
   return true;
 }
 
-void pool_engine::drain(thread_cache& cache) noexcept {
+void pool_engine::drain(bucket_cache& cache) noexcept {
   for (std::size_t b = 0; b < bucket_count_; ++b) {
     block* kept = cache.bucket_blocks(b);
     for (std::size_t i = 0; i < cache.count[b]; ++i) free_block(kept[i]);
@@ -333,13 +240,13 @@ void pool_engine::drain(thread_cache& cache) noexcept {
     cache.count[b] = 0;
     cache.credits[b] = 0;
   }
-  cache.stats.buffers_retained.store(0, std::memory_order_relaxed);
-  cache.stats.bytes_retained.store(0, std::memory_order_relaxed);
+  cache.stats.buffers_retained.set(0);
+  cache.stats.bytes_retained.set(0);
   cache.epoch = epoch_.load(std::memory_order_acquire);
 }
 
 block pool_engine::take(std::size_t request) {
-  thread_cache* cache = local_cache();
+  bucket_cache* cache = local_cache();
   if (request > bucket_capacity(bucket_count_ - 1)) {
     // Larger than any bucket: nothing retained can serve it.
     if (request > max_request) {
@@ -356,8 +263,8 @@ block pool_engine::take(std::size_t request) {
   const std::size_t b = bucket_for_request(request);
   if (cache != nullptr && cache->count[b] > 0) {
     const block taken = cache->bucket_blocks(b)[--cache->count[b]];
-    owner_sub(cache->stats.buffers_retained, 1);
-    owner_sub(cache->stats.bytes_retained, taken.capacity);
+    cache->stats.buffers_retained.subtract(1);
+    cache->stats.bytes_retained.subtract(taken.capacity);
     note(cache, &counters::acquires);
     note(cache, &counters::hits);
     return taken;
@@ -392,14 +299,14 @@ void pool_engine::give_back(block returned) noexcept {
     return;
   }
   const std::size_t b = bucket_for_capacity(returned.capacity);
-  thread_cache* cache = local_cache();
+  bucket_cache* cache = local_cache();
   if (cache != nullptr) {
     const bool room = cache->count[b] < cache->credits[b] ||
                       (cache->credits[b] < per_thread_ && take_slot(b) && (++cache->credits[b], true));
     if (room) {
       cache->bucket_blocks(b)[cache->count[b]++] = returned;
-      owner_add(cache->stats.buffers_retained, 1);
-      owner_add(cache->stats.bytes_retained, returned.capacity);
+      cache->stats.buffers_retained.add(1);
+      cache->stats.bytes_retained.add(returned.capacity);
       return;
     }
   }
@@ -414,21 +321,19 @@ void pool_engine::give_back(block returned) noexcept {
 void pool_engine::trim() noexcept {
   // Other threads see the new epoch on their next use and drain their own caches then.
   epoch_.fetch_add(1, std::memory_order_acq_rel);
-  if (thread_caches* caches = this_thread_caches()) {
-    if (thread_cache* cache = caches->find(this)) drain(*cache);
-  }
+  if (bucket_cache* cache = caches_.find(this)) drain(*cache);
   for (std::size_t b = 0; b < bucket_count_; ++b) {
     shared_bucket& shared = buckets_[b];
     std::lock_guard lock(shared.mutex);
     for (const block& kept : shared.blocks) free_block(kept);
     return_slots(b, shared.blocks.size());
     shared.blocks.clear();
-    shared.buffers.store(0, std::memory_order_relaxed);
-    shared.bytes.store(0, std::memory_order_relaxed);
+    shared.buffers.set(0);
+    shared.bytes.set(0);
   }
 }
 
-void pool_engine::absorb_exiting_cache(thread_cache& cache) noexcept {
+void pool_engine::absorb_exiting_cache(bucket_cache& cache) noexcept {
   if (cache.epoch != epoch_.load(std::memory_order_acquire)) {
     drain(cache);  // a trim() asked for these blocks to be freed
   } else {
@@ -445,39 +350,43 @@ void pool_engine::absorb_exiting_cache(thread_cache& cache) noexcept {
       cache.count[b] = 0;
       cache.credits[b] = 0;
     }
-    cache.stats.buffers_retained.store(0, std::memory_order_relaxed);
-    cache.stats.bytes_retained.store(0, std::memory_order_relaxed);
+    cache.stats.buffers_retained.set(0);
+    cache.stats.bytes_retained.set(0);
   }
 
-  std::lock_guard lock(registry_mutex_);
+  // stats() stops counting the cache once its thread has detached it (while_frozen), so its
+  // totals move to retired_ within the same detach_mutex section.
+  const std::lock_guard lock(retired_mutex_);
   for (counter_field field : {&counters::acquires, &counters::hits, &counters::misses,
                               &counters::dropped_for_size, &counters::dropped_for_bound}) {
-    (retired_.*field).fetch_add((cache.stats.*field).load(std::memory_order_relaxed),
-                                std::memory_order_relaxed);
+    (retired_.*field).add((cache.stats.*field).get());
   }
-  std::erase_if(caches_, [&](const std::shared_ptr<thread_cache>& entry) {
-    return entry.get() == &cache;
-  });
 }
 
 buffer_pool_stats pool_engine::stats() const {
   buffer_pool_stats result;
   const auto add = [&result](const counters& from) {
-    result.acquires += from.acquires.load(std::memory_order_relaxed);
-    result.hits += from.hits.load(std::memory_order_relaxed);
-    result.misses += from.misses.load(std::memory_order_relaxed);
-    result.dropped_for_size += from.dropped_for_size.load(std::memory_order_relaxed);
-    result.dropped_for_bound += from.dropped_for_bound.load(std::memory_order_relaxed);
-    result.buffers_retained += from.buffers_retained.load(std::memory_order_relaxed);
-    result.bytes_retained += from.bytes_retained.load(std::memory_order_relaxed);
+    result.acquires += from.acquires.get();
+    result.hits += from.hits.get();
+    result.misses += from.misses.get();
+    result.dropped_for_size += from.dropped_for_size.get();
+    result.dropped_for_bound += from.dropped_for_bound.get();
+    result.buffers_retained += from.buffers_retained.get();
+    result.bytes_retained += from.bytes_retained.get();
   };
-  std::lock_guard lock(registry_mutex_);
-  add(retired_);
-  for (const auto& cache : caches_) add(cache->stats);
-  for (std::size_t b = 0; b < bucket_count_; ++b) {
-    result.buffers_retained += buckets_[b].buffers.load(std::memory_order_relaxed);
-    result.bytes_retained += buckets_[b].bytes.load(std::memory_order_relaxed);
-  }
+  // Frozen, so what an exiting thread had is counted once: in its cache, or in retired_ and
+  // the shared buckets.
+  caches_.while_frozen([&](const bucket_cache& cache) { add(cache.stats); },
+                       [&] {
+                         {
+                           const std::lock_guard lock(retired_mutex_);
+                           add(retired_);
+                         }
+                         for (std::size_t b = 0; b < bucket_count_; ++b) {
+                           result.buffers_retained += buckets_[b].buffers.get();
+                           result.bytes_retained += buckets_[b].bytes.get();
+                         }
+                       });
   return result;
 }
 

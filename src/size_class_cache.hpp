@@ -1,7 +1,7 @@
-// Internal: the free lists a thread (or, unsync, the resource) keeps in front of the shared
-// store. One LIFO list per class, each bounded by a limit that adapts to how the thread uses
-// the class (as tcmalloc's free-list lengths do); allocate and free touch only one list in the
-// common case.
+// Internal: the cache layer of size_class, which a thread (or, unsync, the resource) keeps in
+// front of the shared store: one free list per class, a LIFO bounded by a limit that adapts
+// to how the thread uses the class (as tcmalloc's free-list lengths do). Allocate and free
+// touch only one list in the common case.
 #pragma once
 
 #include <array>
@@ -10,43 +10,39 @@
 
 #include "size_class_policy.hpp"
 #include "size_class_table.hpp"
-#include "size_class_thread_directory.hpp"
 
 namespace pmrkit::detail {
 
-// 32 bytes, so two lists share a cache line and indexing is a shift. `count` is 32-bit, unlike
-// `allocations`, which also keeps GCC from fusing their updates into one 16-byte access that
-// the next call's 8-byte stores could not forward to.
+// One class's list. 32 bytes, so two lists share a cache line and indexing is a shift.
+// `count` is 32-bit, unlike `allocations`, which also keeps GCC from fusing their updates into
+// one 16-byte access that the next call's 8-byte stores could not forward to.
 template <template <class> class Counter>
-struct class_cache {
+struct free_list {
   void* head = nullptr;
   Counter<std::uint64_t> allocations;  // frees are derived: blocks out of the store - live
   Counter<std::uint32_t> count;        // blocks on the list (stats() reads it from any thread)
   // More than this many on the list: give some back. Starts at 0 and grows by a batch on each
-  // refill, within the thread's byte budget (see cache_body).
+  // refill, within the cache's byte budget (see size_class_cache).
   std::uint32_t limit = 0;
   std::uint64_t unused_padding = 0;
 };
+static_assert(sizeof(free_list<plain_counter>) == 32);
+static_assert(sizeof(free_list<single_writer_counter>) == 32);
 
+// The lists of every class, for one thread and one resource (unsync: for the resource).
 // Invariant: limit_bytes = sum of limit * block size over the classes <= budget, so the
 // blocks a cache holds never exceed the budget (by more than the one block being freed)
 // without the fast path having to count bytes.
 template <template <class> class Counter>
-struct cache_body {
+struct size_class_cache {
+  size_class_cache() = default;
+  explicit size_class_cache(std::size_t budget_bytes) noexcept : budget(budget_bytes) {}
+
   std::size_t limit_bytes = 0;
   std::size_t budget = 0;          // the thread_cache option
   unsigned steal_cursor = 0;       // where the next search for limit to take back starts
   // Aligned so that each 32-byte list lies within one cache line.
-  alignas(64) std::array<class_cache<Counter>, size_classes::count> classes{};
-};
-static_assert(sizeof(class_cache<plain_counter>) == 32);
-static_assert(sizeof(class_cache<owner_counter>) == 32);
-
-// A thread's cache for one synchronized resource: the free lists plus the link that ties
-// them to the thread and to the resource (see size_class_thread_directory.hpp).
-template <template <class> class Counter>
-struct alignas(64) thread_cache final : cache_link {
-  cache_body<Counter> body;
+  alignas(64) std::array<free_list<Counter>, size_classes::count> lists{};
 };
 
 }  // namespace pmrkit::detail

@@ -76,7 +76,7 @@ size_class_engine<Policy>::size_class_engine(const size_class_options& options,
     small_classes_[slot] =
         static_cast<std::uint8_t>(index < class_count_ ? index : size_classes::none);
   }
-  if constexpr (!per_thread_caches) init_cache(own_cache_);
+  if constexpr (!per_thread_caches) own_cache_ = size_class_cache(options.thread_cache);
 }
 
 template <class Policy>
@@ -101,9 +101,9 @@ template <class Policy>
 void* size_class_engine<Policy>::allocate_slow(std::size_t bytes, std::size_t alignment) {
   const unsigned index = class_for(bytes, alignment);
   if (index == size_classes::none) return allocate_large(bytes, alignment);
-  cache* const local = local_cache();
+  size_class_cache* const local = local_cache();
   if (local == nullptr) return allocate_uncached(index);
-  list_type& list = local->classes[index];
+  free_list& list = local->lists[index];
   void* const block = list.head;
   if (block == nullptr) return refill(*local, index);
   list.head = next_of(block);
@@ -117,60 +117,31 @@ void size_class_engine<Policy>::deallocate_slow(void* block, std::size_t bytes,
                                                 std::size_t alignment) noexcept {
   const unsigned index = class_for(bytes, alignment);
   if (index == size_classes::none) return deallocate_large(block, bytes, alignment);
-  cache* const local = local_cache();
+  size_class_cache* const local = local_cache();
   if (local == nullptr) return deallocate_uncached(block, index);
-  list_type& list = local->classes[index];
+  free_list& list = local->lists[index];
   set_next(block, list.head);
   list.head = block;
   if (list.count.add(1) > list.limit) overflow(*local, index);
 }
 
-template <class Policy>
-void size_class_engine<Policy>::init_cache(cache& local) const noexcept {
-  local.budget = options_.thread_cache;
-}
-
 // ---------------------------------------------------------------- thread caches (sync)
 
 template <class Policy>
-auto size_class_engine<Policy>::local_cache() noexcept -> cache* {
+auto size_class_engine<Policy>::local_cache() noexcept -> size_class_cache* {
   if constexpr (per_thread_caches) {
-    if (cache* const attached = cache_if_attached()) return attached;
-    if (cache_link* found = find_thread_cache(this))
-      return &static_cast<thread_cache_type*>(found)->body;
     // No cache (out of memory, or the thread is past its exit hook): the caller takes the
     // uncached path, which locks the class store for each block.
-    auto* fresh = new (std::nothrow) thread_cache_type;
-    if (!fresh) return nullptr;
-    fresh->owner.store(this, std::memory_order_relaxed);
-    fresh->give_back_to_owner = &give_back_thread_cache;
-    init_cache(fresh->body);
-    if (!adopt_thread_cache(fresh)) {
-      delete fresh;
-      return nullptr;
-    }
-    registry_.add(fresh);
-    return &fresh->body;
+    return thread_caches_.find_or_make(this, options_.thread_cache);
   } else {
     return &own_cache_;
   }
 }
 
 template <class Policy>
-void size_class_engine<Policy>::give_back_thread_cache(cache_link& link) noexcept {
-  if constexpr (per_thread_caches) {
-    // Runs under link.detach_mutex with owner set, so the engine is alive (see
-    // size_class_thread_directory.hpp).
-    auto* engine = static_cast<size_class_engine*>(
-        const_cast<void*>(link.owner.load(std::memory_order_acquire)));
-    engine->give_back_everything(static_cast<thread_cache_type&>(link).body);
-  }
-}
-
-template <class Policy>
-void size_class_engine<Policy>::give_back_everything(cache& local) noexcept {
+void size_class_engine<Policy>::absorb_exiting_cache(size_class_cache& local) noexcept {
   for (unsigned index = 0; index < class_count_; ++index) {
-    list_type& list = local.classes[index];
+    free_list& list = local.lists[index];
     const auto count = static_cast<std::uint32_t>(list.count.get());
     const std::uint64_t allocations = list.allocations.get();
     if (count == 0 && allocations == 0) continue;
@@ -184,8 +155,8 @@ void size_class_engine<Policy>::give_back_everything(cache& local) noexcept {
 // ---------------------------------------------------------------- cache misses
 
 template <class Policy>
-void* size_class_engine<Policy>::refill(cache& local, unsigned index) {
-  list_type& list = local.classes[index];
+void* size_class_engine<Policy>::refill(size_class_cache& local, unsigned index) {
+  free_list& list = local.lists[index];
   // A miss means the list was too short for how this thread uses the class: lengthen it.
   grow_limit(local, index);
   const block_list got = take(index, std::min(info_[index].batch, list.limit + 1), 0);
@@ -197,8 +168,8 @@ void* size_class_engine<Policy>::refill(cache& local, unsigned index) {
 }
 
 template <class Policy>
-void size_class_engine<Policy>::grow_limit(cache& local, unsigned index) noexcept {
-  list_type& list = local.classes[index];
+void size_class_engine<Policy>::grow_limit(size_class_cache& local, unsigned index) noexcept {
+  free_list& list = local.lists[index];
   const class_info& info = info_[index];
   if (list.limit >= info.max_limit) return;
   const std::uint32_t step = std::min(info.batch, info.max_limit - list.limit);
@@ -209,7 +180,7 @@ void size_class_engine<Policy>::grow_limit(cache& local, unsigned index) noexcep
        ++tries) {
     const unsigned victim = local.steal_cursor;
     local.steal_cursor = victim + 1 < class_count_ ? victim + 1 : 0;
-    list_type& other = local.classes[victim];
+    free_list& other = local.lists[victim];
     if (victim == index || other.limit == 0) continue;
     const std::uint32_t cut = std::min(other.limit, info_[victim].batch);
     other.limit -= cut;
@@ -223,18 +194,18 @@ void size_class_engine<Policy>::grow_limit(cache& local, unsigned index) noexcep
 }
 
 template <class Policy>
-void size_class_engine<Policy>::overflow(cache& local, unsigned index) noexcept {
+void size_class_engine<Policy>::overflow(size_class_cache& local, unsigned index) noexcept {
   // Frees outpace allocations on this thread (it consumes what others produce, or a burst
   // ends): give back half the limit's worth in one batch.
-  list_type& list = local.classes[index];
+  free_list& list = local.lists[index];
   const auto count = static_cast<std::uint32_t>(list.count.get());
   flush(local, index, count - list.limit / 2);
 }
 
 template <class Policy>
-void size_class_engine<Policy>::flush(cache& local, unsigned index,
+void size_class_engine<Policy>::flush(size_class_cache& local, unsigned index,
                                       std::uint32_t count) noexcept {
-  list_type& list = local.classes[index];
+  free_list& list = local.lists[index];
   void* const first = list.head;
   void* last = first;
   for (std::uint32_t i = 1; i < count; ++i) last = next_of(last);
@@ -362,10 +333,10 @@ void size_class_engine<Policy>::deallocate_large(void* block, std::size_t bytes,
 template <class Policy>
 void size_class_engine<Policy>::release() noexcept {
   if constexpr (per_thread_caches) {
-    registry_.detach_all();
+    // The caches' blocks lie in chunks freed below: nothing to take back from them.
+    thread_caches_.detach_all();
   } else {
-    own_cache_ = cache{};
-    init_cache(own_cache_);
+    own_cache_ = size_class_cache(options_.thread_cache);
   }
   for (unsigned index = 0; index < class_count_; ++index) {
     chunk_header* all = nullptr;
@@ -394,9 +365,9 @@ size_class_stats size_class_engine<Policy>::stats() const {
     out.classes[index].chunk_bytes = info_[index].chunk_bytes;
     out.classes[index].blocks_per_chunk = info_[index].capacity;
   }
-  const auto add_cache = [&](const cache& local) {
+  const auto add_cache = [&](const size_class_cache& local) {
     for (unsigned index = 0; index < class_count_; ++index) {
-      const list_type& list = local.classes[index];
+      const free_list& list = local.lists[index];
       out.classes[index].allocations += list.allocations.get();
       out.classes[index].cached_blocks += list.count.get();
     }
@@ -414,11 +385,7 @@ size_class_stats size_class_engine<Policy>::stats() const {
     }
   };
   if constexpr (per_thread_caches) {
-    registry_.while_frozen(
-        [&](const cache_link& link) {
-          add_cache(static_cast<const thread_cache_type&>(link).body);
-        },
-        add_stores);
+    thread_caches_.while_frozen(add_cache, add_stores);
   } else {
     add_cache(own_cache_);
     add_stores();

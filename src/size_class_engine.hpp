@@ -1,6 +1,6 @@
 // Internal: the engine behind basic_size_class_resource<Policy>.
 //
-// Three layers: a cache of free lists per class (one per thread and resource under
+// Three layers: a cache holding a free list per class (one cache per thread and resource under
 // sync_policy, found through a thread-local one-entry check; the resource's own under
 // unsync_policy); a shared store per class that caches refill from and overflow into in
 // batches; upstream, for chunks and for large requests. allocate() and deallocate() below are
@@ -19,14 +19,16 @@
 #include "size_class_policy.hpp"
 #include "size_class_store.hpp"
 #include "size_class_table.hpp"
-#include "size_class_thread_directory.hpp"
+#include "thread_cache_directory.hpp"
 
 namespace pmrkit::detail {
 
 template <class Policy>
 class size_class_engine {
   using traits = policy_traits<Policy>;
-  using cache = cache_body<traits::template counter>;
+  // The same names as the templates: one name for each level.
+  using size_class_cache = detail::size_class_cache<traits::template counter>;
+  using free_list = detail::free_list<traits::template counter>;
   static constexpr bool per_thread_caches = traits::per_thread_caches;
 
  public:
@@ -42,8 +44,8 @@ class size_class_engine {
   void* allocate(std::size_t bytes, std::size_t alignment) {
     const std::size_t size = bytes > alignment ? bytes : alignment;
     if (size <= small_limit_ && alignment <= 16) [[likely]] {
-      if (cache* const local = cache_if_attached()) [[likely]] {
-        list_type& list = local->classes[small_classes_[(size + 7) >> 3]];
+      if (size_class_cache* const local = cache_if_attached()) [[likely]] {
+        free_list& list = local->lists[small_classes_[(size + 7) >> 3]];
         if (void* const block = list.head) [[likely]] {
           list.head = next_of(block);
           list.count.subtract(1);
@@ -58,9 +60,9 @@ class size_class_engine {
   void deallocate(void* block, std::size_t bytes, std::size_t alignment) noexcept {
     const std::size_t size = bytes > alignment ? bytes : alignment;
     if (size <= small_limit_ && alignment <= 16) [[likely]] {
-      if (cache* const local = cache_if_attached()) [[likely]] {
+      if (size_class_cache* const local = cache_if_attached()) [[likely]] {
         const unsigned index = small_classes_[(size + 7) >> 3];
-        list_type& list = local->classes[index];
+        free_list& list = local->lists[index];
         set_next(block, list.head);
         list.head = block;
         if (list.count.add(1) <= list.limit) [[likely]]
@@ -82,15 +84,12 @@ class size_class_engine {
   // bytes up is a multiple of 16, so 16-byte alignment costs nothing.
   static constexpr std::size_t table_limit = 4096;
 
-  using list_type = class_cache<traits::template counter>;
-  using thread_cache_type = thread_cache<traits::template counter>;
+  using thread_cache_set = thread_caches<size_class_engine, size_class_cache>;
+  friend thread_cache_set;
 
-  cache* cache_if_attached() noexcept {
+  size_class_cache* cache_if_attached() noexcept {
     if constexpr (per_thread_caches) {
-      cache_link* const link = this_thread_caches.last;
-      if (link != nullptr && link->owner.load(std::memory_order_relaxed) == this) [[likely]]
-        return &static_cast<thread_cache_type*>(link)->body;
-      return nullptr;
+      return thread_cache_set::last_used(this);
     } else {
       return &own_cache_;
     }
@@ -99,18 +98,17 @@ class size_class_engine {
   unsigned class_for(std::size_t bytes, std::size_t alignment) const noexcept;
   // The calling thread's cache, made on first use; nullptr if there can be none (out of
   // memory, or the thread is past its exit hook).
-  cache* local_cache() noexcept;
+  size_class_cache* local_cache() noexcept;
 
   // Slow paths (size_class_engine.cpp).
   void* allocate_slow(std::size_t bytes, std::size_t alignment);
   void deallocate_slow(void* block, std::size_t bytes, std::size_t alignment) noexcept;
-  static void give_back_thread_cache(cache_link& link) noexcept;
-  void init_cache(cache& local) const noexcept;
-  void* refill(cache& local, unsigned index);
-  void overflow(cache& local, unsigned index) noexcept;
-  void grow_limit(cache& local, unsigned index) noexcept;
-  void flush(cache& local, unsigned index, std::uint32_t count) noexcept;
-  void give_back_everything(cache& local) noexcept;
+  void* refill(size_class_cache& local, unsigned index);
+  void overflow(size_class_cache& local, unsigned index) noexcept;
+  void grow_limit(size_class_cache& local, unsigned index) noexcept;
+  void flush(size_class_cache& local, unsigned index, std::uint32_t count) noexcept;
+  // A thread exits (called by thread_cache_set): every block goes back to the stores.
+  void absorb_exiting_cache(size_class_cache& local) noexcept;
   void* allocate_uncached(unsigned index);
   void deallocate_uncached(void* block, unsigned index) noexcept;
   block_list take(unsigned index, std::uint32_t wanted, std::uint64_t allocations);
@@ -131,12 +129,13 @@ class size_class_engine {
   std::size_t small_limit_ = 0;  // min(table_limit, max_pooled): classes found by table
   std::array<std::uint8_t, table_limit / 8 + 1> small_classes_{};
   std::array<class_info, size_classes::count> info_{};
-  [[no_unique_address]] std::conditional_t<per_thread_caches, nothing, cache> own_cache_{};
+  [[no_unique_address]] std::conditional_t<per_thread_caches, nothing, size_class_cache>
+      own_cache_{};
 
   // Touched in batches, each store on its own cache lines.
   std::array<class_store<Policy>, size_classes::count> stores_{};
-  [[no_unique_address]] std::conditional_t<per_thread_caches, cache_registry, nothing>
-      registry_{};
+  [[no_unique_address]] std::conditional_t<per_thread_caches, thread_cache_set, nothing>
+      thread_caches_{};
 
   mutable typename traits::mutex large_mutex_;
   large_blocks large_blocks_;                       // guarded by large_mutex_

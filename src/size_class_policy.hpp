@@ -9,33 +9,12 @@
 #include <cstdint>
 #include <mutex>
 
+#include "pmrkit/single_writer_counter.hpp"
 #include "pmrkit/size_class_resource.hpp"
 
 namespace pmrkit::detail {
 
-// Written by one thread only, read by stats() on any thread: a relaxed load and store, which
-// compile to plain moves (no locked read-modify-write).
-template <class Integer>
-class owner_counter {
- public:
-  // Returns the new value, so callers need not load it again (the compiler cannot reuse an
-  // atomic store's value by itself).
-  Integer add(Integer n) noexcept {
-    const Integer value = static_cast<Integer>(value_.load(std::memory_order_relaxed) + n);
-    value_.store(value, std::memory_order_relaxed);
-    return value;
-  }
-  void subtract(Integer n) noexcept {
-    value_.store(static_cast<Integer>(value_.load(std::memory_order_relaxed) - n),
-                 std::memory_order_relaxed);
-  }
-  void set(Integer n) noexcept { value_.store(n, std::memory_order_relaxed); }
-  Integer get() const noexcept { return value_.load(std::memory_order_relaxed); }
-
- private:
-  std::atomic<Integer> value_{0};
-};
-
+// The unsync policy's counterpart of single_writer_counter: the same calls, a plain integer.
 template <class Integer>
 class plain_counter {
  public:
@@ -93,8 +72,9 @@ template <>
 struct policy_traits<sync_policy> {
   static constexpr bool per_thread_caches = true;
   using mutex = std::mutex;
+  // Written by the cache's thread, read by stats() on any thread.
   template <class Integer>
-  using counter = owner_counter<Integer>;
+  using counter = single_writer_counter<Integer>;
   using shared_counter = shared_atomic_counter;
 };
 

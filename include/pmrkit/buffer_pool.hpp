@@ -23,8 +23,9 @@ struct buffer_pool_options {
   std::size_t min_capacity = 256;          // smallest bucket; smaller requests round up to it
   std::size_t max_capacity = 1024 * 1024;  // a buffer larger than this is freed on return
   std::size_t max_per_bucket = 64;         // retained buffers per bucket, all threads together
-  std::size_t thread_cache = 4;            // buffers per bucket a thread keeps for itself
-                                           // (at most 1024; capped at max_per_bucket)
+  // Retained buffers per bucket that one thread keeps for itself, counted within
+  // max_per_bucket (at most 1024; capped at max_per_bucket).
+  std::size_t thread_buffers_per_bucket = 4;
 };
 
 struct buffer_pool_stats {
@@ -40,7 +41,8 @@ struct buffer_pool_stats {
 class buffer_pool {
  public:
   // Throws std::invalid_argument for a null resource, min_capacity 0, min_capacity that
-  // (rounded up to a power of two) exceeds max_capacity, or thread_cache above 1024.
+  // (rounded up to a power of two) exceeds max_capacity, or thread_buffers_per_bucket above
+  // 1024.
   explicit buffer_pool(std::pmr::memory_resource* resource = std::pmr::get_default_resource(),
                        buffer_pool_options options = {});
   ~buffer_pool();

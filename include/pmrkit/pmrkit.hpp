@@ -12,4 +12,5 @@
 #include "pmrkit/function_ref.hpp"
 #include "pmrkit/mimalloc_resource.hpp"
 #include "pmrkit/registry.hpp"
+#include "pmrkit/single_writer_counter.hpp"
 #include "pmrkit/size_class_resource.hpp"

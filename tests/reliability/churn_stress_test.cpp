@@ -221,7 +221,7 @@ TEST_CASE("churn: size_class and buffer_pool under threads that come and go",
     pmrkit::size_class_resource blocks(o, &*checked);
     pmrkit::buffer_pool_options po;
     po.max_per_bucket = 8;
-    po.thread_cache = 2;
+    po.thread_buffers_per_bucket = 2;
     buffer_pool on_size_class(&blocks, po);
     buffer_pool on_checked(&*checked, po);
     shared_state s;

@@ -146,7 +146,7 @@ pmrkit::buffer_pool_options small_pool() {
   o.min_capacity = 64;
   o.max_capacity = 8192;
   o.max_per_bucket = 4;
-  o.thread_cache = 2;
+  o.thread_buffers_per_bucket = 2;
   return o;
 }
 

@@ -200,7 +200,8 @@ TEST_CASE("UDP load: every datagram sent is delivered, truncated or dropped by t
     // one being checked), what the pool retains per bucket and the two threads' caches, all of
     // one bucket (max_datagram_size rounded up to a power of two).
     const auto& po = receiver.pool().options();
-    bound = (options.batch_size + lane_capacity + 1 + po.max_per_bucket + 2 * po.thread_cache) *
+    bound = (options.batch_size + lane_capacity + 1 + po.max_per_bucket +
+             2 * po.thread_buffers_per_bucket) *
             std::bit_ceil(max_ok);
   }
   INFO("sent " << report->sent << " (+" << probes_sent << " probes), oversize "

@@ -20,6 +20,7 @@
 
 #include "buffer_pool_test_resources.hpp"
 #include "pmrkit/counting_resource.hpp"
+#include "pmrkit/size_class_resource.hpp"
 
 namespace {
 
@@ -43,12 +44,13 @@ struct accounting {
   }
 };
 
-buffer_pool_options small_pool(std::size_t max_per_bucket = 8, std::size_t thread_cache = 2) {
+buffer_pool_options small_pool(std::size_t max_per_bucket = 8,
+                               std::size_t thread_buffers_per_bucket = 2) {
   buffer_pool_options options;
   options.min_capacity = 256;
   options.max_capacity = 4096;
   options.max_per_bucket = max_per_bucket;
-  options.thread_cache = thread_cache;
+  options.thread_buffers_per_bucket = thread_buffers_per_bucket;
   return options;
 }
 
@@ -160,11 +162,11 @@ TEST_CASE("storage is aligned and freed with the exact size and alignment", "[bu
 // Retention bounds
 
 TEST_CASE("at most max_per_bucket buffers are retained per bucket", "[buffer_pool]") {
-  const std::size_t thread_cache = GENERATE(0, 1, 3, 8);
-  CAPTURE(thread_cache);
+  const std::size_t thread_buffers_per_bucket = GENERATE(0, 1, 3, 8);
+  CAPTURE(thread_buffers_per_bucket);
   accounting a;
   {
-    buffer_pool pool(&a.counting, small_pool(3, thread_cache));
+    buffer_pool pool(&a.counting, small_pool(3, thread_buffers_per_bucket));
     {
       std::vector<byte_buffer> out;
       for (int i = 0; i < 5; ++i) out.push_back(pool.acquire(300));
@@ -423,7 +425,7 @@ TEST_CASE("options that cannot work are rejected with what is allowed", "[buffer
   CHECK_THROWS_AS(buffer_pool(&a.counting, options), std::invalid_argument);
 
   options = {};
-  options.thread_cache = 1'000'000;
+  options.thread_buffers_per_bucket = 1'000'000;
   CHECK_THROWS_WITH(buffer_pool(&a.counting, options), Catch::Contains("at most 1024"));
 
   CHECK_THROWS_WITH(buffer_pool(nullptr), Catch::Contains("must not be null"));
@@ -493,10 +495,10 @@ TEST_CASE("buffers released on another thread come back to the acquiring thread"
           "[buffer_pool][concurrent]") {
   accounting a;
   constexpr std::size_t queue_depth = 8;
-  constexpr std::size_t thread_cache = 4;
+  constexpr std::size_t thread_buffers_per_bucket = 4;
   constexpr int messages = 5000;
   {
-    buffer_pool pool(&a.counting, small_pool(64, thread_cache));
+    buffer_pool pool(&a.counting, small_pool(64, thread_buffers_per_bucket));
     std::mutex mutex;
     std::condition_variable changed;
     std::deque<byte_buffer> queue;
@@ -541,7 +543,7 @@ TEST_CASE("buffers released on another thread come back to the acquiring thread"
     CHECK(stats.acquires == messages);
     // Buffers that exist are in the queue, in a hand, or in the consumer's cache; any more and
     // the consumer's returns were lost to the producer.
-    CHECK(stats.misses <= queue_depth + thread_cache + 2);
+    CHECK(stats.misses <= queue_depth + thread_buffers_per_bucket + 2);
     CHECK(stats.dropped_for_bound == 0);
     check_consistent(stats, a);
   }
@@ -659,6 +661,75 @@ TEST_CASE("a buffer released during thread teardown still returns to the pool",
     CHECK(pool.stats().dropped_for_bound == 0);
     auto buffer = pool.acquire(300);
     CHECK(pool.stats().hits == 1);
+  }
+  a.require_all_returned();
+}
+
+TEST_CASE("a thread's caches of a pool and of a size_class resource both go back at its exit",
+          "[buffer_pool][concurrent]") {
+  // Both keep their per-thread caches in one directory per thread; the exit hook must hand
+  // each cache to its own owner. (Not the ledger: chunks are aligned to their size.)
+  counting_resource counted(std::pmr::new_delete_resource());
+  {
+    pmrkit::size_class_resource blocks({}, &counted);
+    {
+      buffer_pool pool(&blocks, small_pool(8, 4));
+      std::thread worker([&] {
+        std::vector<byte_buffer> out;
+        out.push_back(pool.acquire(300));
+        out.push_back(pool.acquire(300));
+        std::pmr::vector<int> own(100, &blocks);  // a block of the resource's own cache
+      });
+      worker.join();
+      CHECK(pool.stats().buffers_retained == 2);  // moved to the shared bucket
+      CHECK(pool.stats().acquires == 2);
+      std::uint64_t cached = 0;
+      std::uint64_t live = 0;
+      for (const auto& size_class : blocks.stats().classes) {
+        cached += size_class.cached_blocks;
+        live += size_class.live_blocks;
+      }
+      CHECK(cached == 0);  // the worker's size_class cache went back to the stores
+      CHECK(live == 2);    // the two buffers the pool keeps
+    }
+    std::uint64_t live = 0;
+    for (const auto& size_class : blocks.stats().classes) live += size_class.live_blocks;
+    CHECK(live == 0);
+  }
+  CHECK(counted.stats().bytes_in_use == 0);
+}
+
+TEST_CASE("stats() counts an exiting thread once, before or after its exit",
+          "[buffer_pool][concurrent]") {
+  constexpr int threads = 8;
+  constexpr int acquires_each = 50;
+  accounting a;
+  {
+    buffer_pool pool(&a.counting, small_pool(64, 4));
+    std::atomic<bool> all_joined{false};
+    std::uint64_t went_down = 0;
+    std::uint64_t too_many = 0;
+    std::thread watcher([&] {
+      std::uint64_t previous = 0;
+      while (!all_joined.load(std::memory_order_acquire)) {
+        const std::uint64_t now = pool.stats().acquires;
+        if (now < previous) ++went_down;
+        if (now > std::uint64_t{threads} * acquires_each) ++too_many;
+        previous = now;
+      }
+    });
+    std::vector<std::thread> workers;
+    for (int t = 0; t < threads; ++t) {
+      workers.emplace_back([&] {
+        for (int i = 0; i < acquires_each; ++i) auto buffer = pool.acquire(300);
+      });
+    }
+    for (auto& worker : workers) worker.join();
+    all_joined.store(true, std::memory_order_release);
+    watcher.join();
+    CHECK(went_down == 0);
+    CHECK(too_many == 0);
+    CHECK(pool.stats().acquires == std::uint64_t{threads} * acquires_each);
   }
   a.require_all_returned();
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "pmrkit/datagram/errors.hpp"
+#include "pmrkit/single_writer_counter.hpp"
 #include "socket_util.hpp"
 
 namespace pmrkit::datagram {
@@ -60,10 +61,6 @@ int wait_until(int timeout_ms, clock::time_point deadline) {
   const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - clock::now()).count();
   const int bounded = static_cast<int>(std::clamp<long long>(left, 0, INT32_MAX));
   return timeout_ms < 0 ? bounded : std::min(timeout_ms, bounded);
-}
-
-void owner_add(std::atomic<std::uint64_t>& counter, std::uint64_t amount = 1) noexcept {
-  counter.store(counter.load(std::memory_order_relaxed) + amount, std::memory_order_relaxed);
 }
 
 const tcp_receiver_options& checked(const tcp_receiver_options& options) {
@@ -146,17 +143,18 @@ struct tcp_receiver::impl {
   // No connection can have been idle for idle_timeout before this time: when to look again.
   std::optional<clock::time_point> next_idle_check;
 
-  std::atomic<std::uint64_t> frames{0};
-  std::atomic<std::uint64_t> bytes_received{0};
-  std::atomic<std::uint64_t> accepted{0};
-  std::atomic<std::uint64_t> closed{0};
-  std::atomic<std::uint64_t> rejected{0};
-  std::atomic<std::uint64_t> framing_errors{0};
-  std::atomic<std::uint64_t> cut_at_close{0};
-  std::atomic<std::uint64_t> accept_failures{0};
-  std::atomic<std::uint64_t> resets{0};
-  std::atomic<std::uint64_t> idle_closed{0};
-  std::atomic<std::size_t> open{0};
+  // Written only by the receiving thread, read by stats() and open_connections() on any.
+  single_writer_counter<std::uint64_t> frames;
+  single_writer_counter<std::uint64_t> bytes_received;
+  single_writer_counter<std::uint64_t> accepted;
+  single_writer_counter<std::uint64_t> closed;
+  single_writer_counter<std::uint64_t> rejected;
+  single_writer_counter<std::uint64_t> framing_errors;
+  single_writer_counter<std::uint64_t> cut_at_close;
+  single_writer_counter<std::uint64_t> accept_failures;
+  single_writer_counter<std::uint64_t> resets;
+  single_writer_counter<std::uint64_t> idle_closed;
+  single_writer_counter<std::size_t> open;
 };
 
 void tcp_receiver::impl::listen(const tcp_receiver_options& options) {
@@ -198,20 +196,20 @@ void tcp_receiver::impl::accept_ready() {
       if (errno == ECONNABORTED || errno == EINTR || errno == EPROTO) continue;
       // No descriptor or memory for it (EMFILE, ENFILE, ENOBUFS, ...): the connection stays
       // queued and the socket readable, so stop watching it for a while instead of spinning.
-      owner_add(accept_failures);
+      accept_failures.add();
       pause_accepting();
       return;
     }
     detail::unique_fd owned(fd);
     peer.set_size(length);
-    owner_add(accepted);
+    accepted.add();
     const tcp_receiver_options& options = receiver.options_;
     const auto held = connections_per_host.find(host_of(peer));
     const std::size_t held_by_peer = held == connections_per_host.end() ? 0 : held->second;
     if (connections.size() >= options.max_connections ||
         held_by_peer >= options.max_connections_per_peer) {
-      owner_add(rejected);
-      owner_add(closed);
+      rejected.add();
+      closed.add();
       continue;  // `owned` closes it
     }
     auto c = std::make_unique<connection>(owned.release(), peer, next_id++, pool, framing, now);
@@ -219,7 +217,7 @@ void tcp_receiver::impl::accept_ready() {
     watch(c->fd.get(), c.get());
     const host_key host = c->host;
     connections.push_back(std::move(c));
-    open.store(connections.size(), std::memory_order_relaxed);
+    open.set(connections.size());
     ++connections_per_host[host];  // last: if it throws, close() finds no count to take back
     if (options.idle_timeout.count() > 0) {
       const clock::time_point due = now + options.idle_timeout;
@@ -256,13 +254,13 @@ void tcp_receiver::impl::close(connection& c) {
   std::swap(connections[at], connections.back());
   connections[at]->index = at;
   connections.pop_back();  // destroys c
-  owner_add(closed);
-  open.store(connections.size(), std::memory_order_relaxed);
+  closed.add();
+  open.set(connections.size());
 }
 
 // The peer ended the connection, with a close (FIN) or a reset: a frame it had begun is lost.
 void tcp_receiver::impl::ended(connection& c) {
-  if (c.framer.has_partial_frame()) owner_add(cut_at_close);
+  if (c.framer.has_partial_frame()) cut_at_close.add();
   close(c);
 }
 
@@ -281,7 +279,7 @@ void tcp_receiver::impl::close_idle() {
     connection& c = *connections[i];
     const clock::time_point due = c.last_active + timeout;
     if (due <= now) {
-      owner_add(idle_closed);
+      idle_closed.add();
       close(c);
     } else if (!next_idle_check || due < *next_idle_check) {
       next_idle_check = due;
@@ -302,7 +300,7 @@ std::size_t tcp_receiver::impl::service(connection& c, tcp_frame_handler& handle
     frame.buffer.append(bytes);
     frame.peer = c.peer;
     frame.connection = c.id;
-    owner_add(frames);
+    frames.add();
     ++delivered;
     handler(frame);
   };
@@ -311,7 +309,7 @@ std::size_t tcp_receiver::impl::service(connection& c, tcp_frame_handler& handle
     if (got < 0) {
       if (errno == EINTR) continue;
       if (errno != EAGAIN && errno != EWOULDBLOCK) {  // reset by peer, timed out, ...
-        owner_add(resets);
+        resets.add();
         ended(c);
       }
       return delivered;
@@ -321,7 +319,7 @@ std::size_t tcp_receiver::impl::service(connection& c, tcp_frame_handler& handle
       return delivered;
     }
     c.last_active = now;
-    owner_add(bytes_received, static_cast<std::uint64_t>(got));
+    bytes_received.add(static_cast<std::uint64_t>(got));
     framing_error error;
     try {
       error = c.framer.feed({read_buffer.data(), static_cast<std::size_t>(got)}, on_frame);
@@ -330,7 +328,7 @@ std::size_t tcp_receiver::impl::service(connection& c, tcp_frame_handler& handle
       throw;
     }
     if (error != framing_error::none) {
-      owner_add(framing_errors);
+      framing_errors.add();
       const connection_error report{c.peer, c.id, error};
       close(c);
       if (on_error) on_error(report);
@@ -406,20 +404,20 @@ void tcp_receiver::stop() noexcept {
 
 tcp_receiver_stats tcp_receiver::stats() const noexcept {
   const impl& i = *impl_;
-  return {.frames = i.frames.load(std::memory_order_relaxed),
-          .bytes_received = i.bytes_received.load(std::memory_order_relaxed),
-          .connections_accepted = i.accepted.load(std::memory_order_relaxed),
-          .connections_closed = i.closed.load(std::memory_order_relaxed),
-          .connections_rejected = i.rejected.load(std::memory_order_relaxed),
-          .framing_errors = i.framing_errors.load(std::memory_order_relaxed),
-          .cut_at_close = i.cut_at_close.load(std::memory_order_relaxed),
-          .accept_failures = i.accept_failures.load(std::memory_order_relaxed),
-          .connections_reset = i.resets.load(std::memory_order_relaxed),
-          .idle_closed = i.idle_closed.load(std::memory_order_relaxed)};
+  return {.frames = i.frames.get(),
+          .bytes_received = i.bytes_received.get(),
+          .connections_accepted = i.accepted.get(),
+          .connections_closed = i.closed.get(),
+          .connections_rejected = i.rejected.get(),
+          .framing_errors = i.framing_errors.get(),
+          .cut_at_close = i.cut_at_close.get(),
+          .accept_failures = i.accept_failures.get(),
+          .connections_reset = i.resets.get(),
+          .idle_closed = i.idle_closed.get()};
 }
 
 std::size_t tcp_receiver::open_connections() const noexcept {
-  return impl_->open.load(std::memory_order_relaxed);
+  return impl_->open.get();
 }
 
 }  // namespace pmrkit::datagram

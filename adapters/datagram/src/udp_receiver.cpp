@@ -38,10 +38,6 @@ buffer_pool_options pool_options_for(const udp_receiver_options& options) {
   return pool;
 }
 
-void owner_add(std::atomic<std::uint64_t>& counter, std::uint64_t amount) noexcept {
-  counter.store(counter.load(std::memory_order_relaxed) + amount, std::memory_order_relaxed);
-}
-
 }  // namespace
 
 udp_receiver::udp_receiver(const udp_receiver_options& options, std::pmr::memory_resource* resource)
@@ -76,7 +72,7 @@ std::size_t udp_receiver::receive_batch(datagram_handler handler) {
   }
   const std::size_t received = socket_.receive(slots_);
   if (received == 0) return 0;
-  owner_add(batches_, 1);
+  batches_.add();
   for (std::size_t i = 0; i < received; ++i) {
     if (slots_[i].truncated) continue;
     armed_[i].buffer.commit(slots_[i].length);
@@ -92,11 +88,11 @@ std::size_t udp_receiver::deliver_pending(datagram_handler& handler) {
   while (pending_begin_ < pending_end_) {
     const std::size_t i = pending_begin_++;  // before the call: a throwing handler's datagram is not redelivered
     if (slots_[i].truncated) {
-      owner_add(truncated_, 1);
+      truncated_.add();
       continue;
     }
-    owner_add(received_, 1);
-    owner_add(bytes_received_, slots_[i].length);
+    received_.add();
+    bytes_received_.add(slots_[i].length);
     ++delivered;
     handler(armed_[i]);
   }
@@ -115,9 +111,9 @@ std::uint64_t udp_receiver::run(datagram_handler handler) {
   while (!stop_requested()) {
     if (!socket_.wait(std::chrono::milliseconds(-1), wake_fd_.get())) continue;
     for (int i = 0; i < batches_between_stop_checks && !stop_requested(); ++i) {
-      const std::uint64_t batches_before = batches_.load(std::memory_order_relaxed);
+      const std::uint64_t batches_before = batches_.get();
       delivered += receive_batch(handler);
-      if (batches_.load(std::memory_order_relaxed) == batches_before) break;  // queue empty
+      if (batches_.get() == batches_before) break;  // queue empty
     }
   }
   return delivered;
@@ -129,11 +125,11 @@ void udp_receiver::stop() noexcept {
 }
 
 udp_receiver_stats udp_receiver::stats() const noexcept {
-  return {.received = received_.load(std::memory_order_relaxed),
-          .bytes_received = bytes_received_.load(std::memory_order_relaxed),
-          .truncated = truncated_.load(std::memory_order_relaxed),
+  return {.received = received_.get(),
+          .bytes_received = bytes_received_.get(),
+          .truncated = truncated_.get(),
           .kernel_drops = socket_.kernel_drops(),
-          .batches = batches_.load(std::memory_order_relaxed)};
+          .batches = batches_.get()};
 }
 
 }  // namespace pmrkit::datagram

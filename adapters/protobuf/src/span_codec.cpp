@@ -253,25 +253,19 @@ span_parser::span_parser(buffer_pool& pool, const span_parser_options& options)
                                 std::to_string(min_arena_block) + ".." +
                                 std::to_string(options.max_arena_block) + " (max_arena_block)");
   }
-  arena_block_published_.store(arena_block_, std::memory_order_relaxed);
+  arena_block_published_.set(arena_block_);
 }
-
-namespace {
-void owner_add(std::atomic<std::uint64_t>& counter) noexcept {
-  counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-}
-}  // namespace
 
 bool span_parser::parse(std::span<const std::byte> bytes, function_ref<void(const span_view&)> on_span) {
   if (bytes.size() > static_cast<std::size_t>(INT_MAX)) {
-    owner_add(parse_errors_);
+    parse_errors_.add();
     return false;
   }
   byte_buffer block;
   try {
     block = pool_->acquire(arena_block_);
   } catch (const std::bad_alloc&) {
-    owner_add(allocation_failures_);  // so the account of datagrams still closes
+    allocation_failures_.add();  // so the account of datagrams still closes
     throw;
   }
   // ArenaOptions' block_alloc/block_dealloc are bare function pointers with no context, so
@@ -283,15 +277,15 @@ bool span_parser::parse(std::span<const std::byte> bytes, function_ref<void(cons
   const bool parsed = message->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
   const std::uint64_t used = arena.SpaceAllocated();
   if (used > block.capacity()) {
-    owner_add(arena_overflows_);
+    arena_overflows_.add();
     arena_block_ = std::min(options_.max_arena_block, std::bit_ceil(static_cast<std::size_t>(used)));
-    arena_block_published_.store(arena_block_, std::memory_order_relaxed);
+    arena_block_published_.set(arena_block_);
   }
   if (!parsed) {
-    owner_add(parse_errors_);
+    parse_errors_.add();
     return false;
   }
-  owner_add(parsed_);
+  parsed_.add();
   on_span(span_view(message));
   return true;
 }
@@ -303,11 +297,11 @@ std::optional<span> span_parser::parse_copy(std::span<const std::byte> bytes) {
 }
 
 span_parser_stats span_parser::stats() const noexcept {
-  return {.parsed = parsed_.load(std::memory_order_relaxed),
-          .parse_errors = parse_errors_.load(std::memory_order_relaxed),
-          .allocation_failures = allocation_failures_.load(std::memory_order_relaxed),
-          .arena_overflows = arena_overflows_.load(std::memory_order_relaxed),
-          .arena_block = arena_block_published_.load(std::memory_order_relaxed)};
+  return {.parsed = parsed_.get(),
+          .parse_errors = parse_errors_.get(),
+          .allocation_failures = allocation_failures_.get(),
+          .arena_overflows = arena_overflows_.get(),
+          .arena_block = arena_block_published_.get()};
 }
 
 }  // namespace pmrkit::protobuf

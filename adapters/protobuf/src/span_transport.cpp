@@ -11,15 +11,13 @@
 
 #include "pmrkit/datagram/errors.hpp"
 #include "pmrkit/datagram/peer_address.hpp"
+#include "pmrkit/single_writer_counter.hpp"
 
 namespace pmrkit::protobuf {
 namespace {
 
 constexpr std::size_t max_batch = 1024;
 
-void owner_add(std::atomic<std::uint64_t>& counter, std::uint64_t amount = 1) noexcept {
-  counter.store(counter.load(std::memory_order_relaxed) + amount, std::memory_order_relaxed);
-}
 
 [[noreturn]] void throw_errno(const char* call, const std::string& where) {
   const int error = errno;
@@ -60,11 +58,12 @@ struct span_sender::impl {
   std::vector<byte_buffer> queue;
   std::vector<mmsghdr> headers;
   std::vector<iovec> vectors;
-  std::atomic<std::uint64_t> sent{0};
-  std::atomic<std::uint64_t> bytes_sent{0};
-  std::atomic<std::uint64_t> send_errors{0};
-  std::atomic<std::uint64_t> too_large{0};
-  std::atomic<std::uint64_t> batches{0};
+  // Written only by the sending thread, read by stats() on any.
+  single_writer_counter<std::uint64_t> sent;
+  single_writer_counter<std::uint64_t> bytes_sent;
+  single_writer_counter<std::uint64_t> send_errors;
+  single_writer_counter<std::uint64_t> too_large;
+  single_writer_counter<std::uint64_t> batches;
 };
 
 span_sender::span_sender(const span_sender_options& options, std::pmr::memory_resource* resource)
@@ -80,7 +79,7 @@ span_sender::~span_sender() {
 void span_sender::send(const span& s) {
   byte_buffer bytes = impl_->encoder.encode(s);
   if (bytes.size() > max_datagram_payload) {
-    owner_add(impl_->too_large);
+    impl_->too_large.add();
     return;
   }
   impl_->queue.push_back(std::move(bytes));
@@ -104,16 +103,17 @@ std::size_t span_sender::flush() {
     const int n = ::sendmmsg(i.fd, i.headers.data() + at, static_cast<unsigned>(count - at), MSG_DONTWAIT);
     if (n < 0) {
       if (errno == EINTR) continue;
-      owner_add(i.send_errors);
+      i.send_errors.add();
       ++at;
       continue;
     }
-    for (int k = 0; k < n; ++k) owner_add(i.bytes_sent, i.headers[at + static_cast<std::size_t>(k)].msg_len);
+    for (int k = 0; k < n; ++k)
+      i.bytes_sent.add(i.headers[at + static_cast<std::size_t>(k)].msg_len);
     accepted += static_cast<std::size_t>(n);
     at += static_cast<std::size_t>(n);
   }
-  owner_add(i.batches);
-  owner_add(i.sent, accepted);
+  i.batches.add();
+  i.sent.add(accepted);
   i.queue.clear();  // the buffers go back to the pool
   return accepted;
 }
@@ -122,11 +122,11 @@ std::size_t span_sender::queued() const noexcept { return impl_->queue.size(); }
 
 span_sender_stats span_sender::stats() const noexcept {
   const impl& i = *impl_;
-  return {.sent = i.sent.load(std::memory_order_relaxed),
-          .bytes_sent = i.bytes_sent.load(std::memory_order_relaxed),
-          .send_errors = i.send_errors.load(std::memory_order_relaxed),
-          .too_large = i.too_large.load(std::memory_order_relaxed),
-          .batches = i.batches.load(std::memory_order_relaxed)};
+  return {.sent = i.sent.get(),
+          .bytes_sent = i.bytes_sent.get(),
+          .send_errors = i.send_errors.get(),
+          .too_large = i.too_large.get(),
+          .batches = i.batches.get()};
 }
 
 buffer_pool& span_sender::pool() noexcept { return impl_->pool; }

@@ -33,6 +33,7 @@
 #include "pmrkit/function_ref.hpp"
 #include "pmrkit/datagram/peer_address.hpp"
 #include "pmrkit/datagram/udp_socket.hpp"
+#include "pmrkit/single_writer_counter.hpp"
 #include "pmrkit/datagram/unique_fd.hpp"
 
 namespace pmrkit::datagram {
@@ -119,10 +120,10 @@ class udp_receiver {
   std::size_t pending_end_ = 0;
   std::atomic<bool> stop_requested_{false};
   // Written only by the receiving thread, read by stats() from any thread.
-  std::atomic<std::uint64_t> received_{0};
-  std::atomic<std::uint64_t> bytes_received_{0};
-  std::atomic<std::uint64_t> truncated_{0};
-  std::atomic<std::uint64_t> batches_{0};
+  single_writer_counter<std::uint64_t> received_;
+  single_writer_counter<std::uint64_t> bytes_received_;
+  single_writer_counter<std::uint64_t> truncated_;
+  single_writer_counter<std::uint64_t> batches_;
 };
 
 }  // namespace pmrkit::datagram

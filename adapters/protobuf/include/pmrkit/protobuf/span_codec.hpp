@@ -29,6 +29,7 @@
 #include "pmrkit/byte_buffer.hpp"
 #include "pmrkit/function_ref.hpp"
 #include "pmrkit/protobuf/span.hpp"
+#include "pmrkit/single_writer_counter.hpp"
 
 // The generated message types, declared only: their header stays private to the adapter.
 namespace pmrkit::ssf {
@@ -162,11 +163,11 @@ class span_parser {
   span_parser_options options_;
   std::size_t arena_block_;
   // Written only by the parsing thread.
-  std::atomic<std::uint64_t> parsed_{0};
-  std::atomic<std::uint64_t> parse_errors_{0};
-  std::atomic<std::uint64_t> allocation_failures_{0};
-  std::atomic<std::uint64_t> arena_overflows_{0};
-  std::atomic<std::size_t> arena_block_published_{0};
+  single_writer_counter<std::uint64_t> parsed_;
+  single_writer_counter<std::uint64_t> parse_errors_;
+  single_writer_counter<std::uint64_t> allocation_failures_;
+  single_writer_counter<std::uint64_t> arena_overflows_;
+  single_writer_counter<std::size_t> arena_block_published_;
 };
 
 }  // namespace pmrkit::protobuf

@@ -1,4 +1,4 @@
-#include "size_class_thread_directory.hpp"
+#include "thread_cache_directory.hpp"
 
 namespace pmrkit::detail {
 
@@ -6,7 +6,7 @@ namespace pmrkit::detail {
 
 namespace {
 
-void on_thread_exit() noexcept {
+void run_exit_hook() noexcept {
   thread_directory& directory = this_thread_caches;
   directory.exited = true;
   directory.last = nullptr;
@@ -17,7 +17,7 @@ void on_thread_exit() noexcept {
     {
       const std::lock_guard lock(link->detach_mutex);
       if (link->owner.load(std::memory_order_acquire)) {
-        link->give_back_to_owner(*link);
+        link->absorb_into_owner(*link);
         link->owner.store(nullptr, std::memory_order_release);
       }
     }
@@ -32,7 +32,7 @@ void on_thread_exit() noexcept {
 struct exit_hook {
   bool armed = false;
   ~exit_hook() {
-    if (armed) on_thread_exit();
+    if (armed) run_exit_hook();
   }
 };
 thread_local exit_hook this_thread_exit_hook;
@@ -85,21 +85,6 @@ void cache_registry::add(cache_link* link) noexcept {
   }
   link->next_in_registry = head_;
   head_ = link;
-}
-
-void cache_registry::detach_all() noexcept {
-  const std::lock_guard lock(mutex_);
-  cache_link* link = head_;
-  head_ = nullptr;
-  while (link) {
-    cache_link* const next = link->next_in_registry;
-    {
-      const std::lock_guard detach_lock(link->detach_mutex);
-      link->owner.store(nullptr, std::memory_order_release);
-    }
-    drop_reference(link);
-    link = next;
-  }
 }
 
 }  // namespace pmrkit::detail
