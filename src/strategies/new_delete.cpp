@@ -1,13 +1,14 @@
+// Strategy "new_delete": the no-reuse baseline every comparison starts from.
 #include <new>
 
-#include "factories.hpp"
+#include "strategy.hpp"
 
-namespace pmrkit::detail {
+namespace pmrkit::detail::strategies {
 namespace {
 
-// The "no reuse" baseline: aligned global operator new/delete, which is exactly what
-// std::pmr::new_delete_resource() does. A distinct object (rather than the singleton) so that
-// make_resource() can hand out ownership and is_equal stays identity.
+// Aligned global operator new/delete, which is exactly what std::pmr::new_delete_resource()
+// does. A distinct object (rather than the singleton) so that make_resource() can hand out
+// ownership and is_equal stays identity.
 class new_delete_strategy final : public std::pmr::memory_resource {
   void* do_allocate(std::size_t bytes, std::size_t alignment) override {
     return std::pmr::new_delete_resource()->allocate(bytes, alignment);
@@ -20,10 +21,19 @@ class new_delete_strategy final : public std::pmr::memory_resource {
   }
 };
 
-}  // namespace
-
-resource_ptr make_new_delete(option_reader&, std::pmr::memory_resource*) {
+resource_ptr make(option_reader&, std::pmr::memory_resource*) {
   return std::make_unique<new_delete_strategy>();
 }
 
-}  // namespace pmrkit::detail
+}  // namespace
+
+extern const strategy_definition new_delete{
+    .name = "new_delete",
+    .summary = "std::pmr::new_delete_resource(): every allocation goes to the global heap; the "
+               "no-reuse baseline",
+    .can = {.thread_safe = true, .uses_upstream = false, .reuses_memory = true},
+    .options = {},
+    .make = make,
+};
+
+}  // namespace pmrkit::detail::strategies
