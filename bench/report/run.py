@@ -117,7 +117,7 @@ def main(argv: list[str]) -> int:
         return 0
 
     try:
-        known = tuple(runner.list_strategies(args.bench) or ()) + results.KNOWN_STRATEGIES
+        known = runner.strategy_names(args.bench)
         plan = runner.plan(args.bench, known, strategy=args.strategy, workloads=args.workload,
                            preloads=args.preloads)
     except runner.BenchError as e:
@@ -139,7 +139,7 @@ def main(argv: list[str]) -> int:
     doc["context"].update(
         pmrkit_command=shlex.join(["run.py"] + argv), pmrkit_repetitions=args.repetitions,
         pmrkit_min_time=args.min_time, pmrkit_strategy=args.strategy or "all",
-        pmrkit_notes=notes)
+        pmrkit_notes=notes, **{results.STRATEGIES_FIELD: list(known)})
     if not doc["benchmarks"]:
         print("run.py: no benchmark produced results", file=sys.stderr)
         return 1
