@@ -104,7 +104,8 @@ option_reader::option_reader(std::string_view strategy,
                              std::span<const option_definition> declared,
                              std::vector<std::pair<std::string, std::string>> given)
     : strategy_(strategy), declared_(declared), given_(std::move(given)) {
-  for (const auto& [key, value] : given_) {
+  for (const auto& given_option : given_) {
+    const std::string& key = given_option.first;  // clang 14 cannot capture a structured binding
     const bool known = std::any_of(declared_.begin(), declared_.end(),
                                    [&](const option_definition& o) { return o.name == key; });
     if (known) continue;

@@ -9,7 +9,7 @@ namespace {
 
 constexpr boost_pool_options defaults{};
 
-constexpr option_definition options[] = {
+constexpr option_definition option_table[] = {
     power_of_two_option("max_pooled", defaults.max_pooled, 8, std::size_t{1} << 20,
                         "largest pooled block; larger ones go straight to upstream"),
     size_option("chunk_size", defaults.chunk_size, 64, std::size_t{1} << 30,
@@ -38,7 +38,7 @@ extern const strategy_definition boost_pool{
     .summary = "one boost::pool per power-of-two size class, chunks from upstream; larger "
                "blocks go straight to upstream; single-threaded",
     .can = {.thread_safe = false, .uses_upstream = true, .reuses_memory = true},
-    .options = options,
+    .options = option_table,
     .make = make,
 };
 

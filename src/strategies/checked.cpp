@@ -24,7 +24,7 @@ Enum value_of(std::string_view name, const std::string_view (&names)[N]) {
                            std::begin(names));
 }
 
-constexpr option_definition options[] = {
+constexpr option_definition option_table[] = {
     choice_option("on_error", name_of(defaults.on_error, on_error_values), on_error_values,
                   "what a violation does: print and abort, or throw pmrkit::allocation_error"),
     choice_option("on_leak", name_of(defaults.on_leak, on_leak_values), on_leak_values,
@@ -59,7 +59,7 @@ extern const strategy_definition checked{
                "blocks live at destruction; on_error=abort|throw; thread-safe (one mutex); for "
                "tests and debugging",
     .can = {.thread_safe = true, .uses_upstream = true, .reuses_memory = true},
-    .options = options,
+    .options = option_table,
     .make = make,
 };
 

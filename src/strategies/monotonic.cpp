@@ -4,7 +4,7 @@
 namespace pmrkit::detail::strategies {
 namespace {
 
-constexpr option_definition options[] = {
+constexpr option_definition option_table[] = {
     size_option("initial_size", 0, 0, std::size_t{1} << 34,
                 "bytes of the first buffer; later buffers grow geometrically (0: libstdc++'s "
                 "default)"),
@@ -23,7 +23,7 @@ extern const strategy_definition monotonic{
     .summary = "std::pmr::monotonic_buffer_resource over upstream; single-threaded; deallocate "
                "is a no-op by design, memory returns only when the resource is destroyed",
     .can = {.thread_safe = false, .uses_upstream = true, .reuses_memory = false},
-    .options = options,
+    .options = option_table,
     .make = make,
 };
 

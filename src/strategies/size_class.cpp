@@ -10,7 +10,7 @@ namespace {
 
 constexpr size_class_options defaults{};
 
-constexpr option_definition options[] = {
+constexpr option_definition option_table[] = {
     power_of_two_option("max_pooled", defaults.max_pooled, 8, std::size_t{1} << 20,
                         "largest pooled request; larger ones go straight to upstream"),
     power_of_two_option("chunk_size", defaults.chunk_size, 4096, std::size_t{256} << 20,
@@ -47,7 +47,7 @@ extern const strategy_definition size_class{
                "lock on the common path), chunks from upstream returned once empty beyond "
                "max_retained; thread-safe",
     .can = {.thread_safe = true, .uses_upstream = true, .reuses_memory = true},
-    .options = options,
+    .options = option_table,
     .make = make_sync,
 };
 
@@ -56,7 +56,7 @@ extern const strategy_definition size_class_unsync{
     .summary = "size_class's engine with a single-threaded policy: one cache, no locks, no "
                "atomics; single-threaded",
     .can = {.thread_safe = false, .uses_upstream = true, .reuses_memory = true},
-    .options = options,
+    .options = option_table,
     .make = make_unsync,
 };
 

@@ -7,7 +7,7 @@ namespace pmrkit::detail::strategies {
 namespace {
 
 // 0 means "implementation default", as in std::pmr::pool_options itself.
-constexpr option_definition pool_options[] = {
+constexpr option_definition pool_option_table[] = {
     size_option("max_blocks_per_chunk", 0, 0, std::size_t{1} << 30,
                 "most blocks a pool takes from upstream at once (0: libstdc++'s default)"),
     size_option("largest_required_pool_block", 0, 0, std::size_t{1} << 30,
@@ -37,7 +37,7 @@ extern const strategy_definition std_sync_pool{
     .summary = "std::pmr::synchronized_pool_resource over upstream (alignment-corrected); "
                "thread-safe behind one lock per pool",
     .can = {.thread_safe = true, .uses_upstream = true, .reuses_memory = true},
-    .options = pool_options,
+    .options = pool_option_table,
     .make = make_sync,
 };
 
@@ -46,7 +46,7 @@ extern const strategy_definition std_unsync_pool{
     .summary = "std::pmr::unsynchronized_pool_resource over upstream (alignment-corrected); "
                "single-threaded",
     .can = {.thread_safe = false, .uses_upstream = true, .reuses_memory = true},
-    .options = pool_options,
+    .options = pool_option_table,
     .make = make_unsync,
 };
 

@@ -58,6 +58,10 @@ TEST_CASE("option errors name the key and what is allowed", "[registry]") {
     REQUIRE_THROWS_WITH(pmrkit::make_resource("boost_pool:max_pooled=2M"),
                         Contains("max_pooled=2M") && Contains("1M"));
   }
+  SECTION("options that constrain each other") {
+    REQUIRE_THROWS_WITH(pmrkit::make_resource("boost_pool:chunk_size=1M,max_chunk_size=128K"),
+                        Contains("max_chunk_size=128K") && Contains("at least chunk_size (1M)"));
+  }
   SECTION("not a power of two") {
     REQUIRE_THROWS_WITH(pmrkit::make_resource("boost_pool:max_pooled=3000"),
                         Contains("max_pooled") && Contains("power of two"));

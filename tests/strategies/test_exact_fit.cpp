@@ -97,7 +97,7 @@ class exact_fit_resource final : public std::pmr::memory_resource {
   block_list cached_;
 };
 
-constexpr option_definition options[] = {
+constexpr option_definition option_table[] = {
     size_option("max_cached", 1024, 0, std::size_t{1} << 20,
                 "freed blocks kept for reuse; beyond it they go back to upstream"),
 };
@@ -113,7 +113,7 @@ extern const strategy_definition test_exact_fit{
     .summary = "test builds only: reuses a freed block for a request of exactly its size and "
                "alignment, other requests go to upstream; single-threaded",
     .can = {.thread_safe = false, .uses_upstream = true, .reuses_memory = true},
-    .options = options,
+    .options = option_table,
     .make = make,
 };
 
