@@ -2,11 +2,12 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <cstdio>
 #include <iostream>
+#include <sstream>
 #include <stdexcept>
 
 #include "pmrkit/registry.hpp"
-#include "strategy_table.hpp"
 
 namespace pmrkit::bench {
 namespace {
@@ -20,8 +21,6 @@ std::vector<registrar>& registrars() {
   static std::vector<registrar> list;
   return list;
 }
-
-std::string name_of(const std::string& spec) { return spec.substr(0, spec.find(':')); }
 
 // mimalloc strategies take memory from mimalloc directly, which the malloc interposer cannot
 // see. Each of their allocations is one general-purpose heap allocation, so this thin
@@ -47,15 +46,72 @@ class heap_counted_resource final : public std::pmr::memory_resource {
   std::pmr::memory_resource* inner_;
 };
 
+std::string json_string(std::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(c));
+      out += escaped;
+    } else {
+      out += c;
+    }
+  }
+  return out + '"';
+}
+
+std::string_view kind_name(option_kind kind) {
+  switch (kind) {
+    case option_kind::size: return "size";
+    case option_kind::power_of_two: return "power_of_two";
+    case option_kind::choice: return "choice";
+  }
+  return "unknown";
+}
+
 }  // namespace
+
+std::string strategies_json(const std::vector<strategy_info>& all) {
+  std::ostringstream out;
+  const auto boolean = [](bool b) { return b ? "true" : "false"; };
+  out << "[\n";
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const strategy_info& s = all[i];
+    out << "  {\"name\": " << json_string(s.name) << ", \"summary\": " << json_string(s.summary)
+        << ",\n   \"thread_safe\": " << boolean(s.thread_safe)
+        << ", \"uses_upstream\": " << boolean(s.uses_upstream)
+        << ", \"reuses_memory\": " << boolean(s.reuses_memory) << ",\n   \"options\": [";
+    for (std::size_t j = 0; j < s.options.size(); ++j) {
+      const option_info& o = s.options[j];
+      out << (j ? ",\n" : "\n") << "     {\"name\": " << json_string(o.name)
+          << ", \"kind\": " << json_string(kind_name(o.kind))
+          << ", \"default\": " << json_string(o.default_value);
+      if (o.kind == option_kind::choice) {
+        out << ", \"allowed\": [";
+        for (std::size_t k = 0; k < o.allowed.size(); ++k)
+          out << (k ? ", " : "") << json_string(o.allowed[k]);
+        out << "]";
+      } else {
+        out << ", \"min\": " << o.min << ", \"max\": " << o.max;
+      }
+      out << ", \"description\": " << json_string(o.description) << "}";
+    }
+    out << "]}" << (i + 1 < all.size() ? ",\n" : "\n");
+  }
+  out << "]\n";
+  return out.str();
+}
 
 strategy_under_test::strategy_under_test(const std::string& spec)
     : spec_(spec), upstream_(std::pmr::new_delete_resource()) {
   owned_ = make_resource(spec, &upstream_);
   resource_ = owned_.get();
   monotonic_ = dynamic_cast<std::pmr::monotonic_buffer_resource*>(owned_.get());
-  const detail::strategy_entry* entry = detail::find_strategy(name_of(spec));
-  if (entry && !entry->uses_upstream && name_of(spec) != "new_delete") {
+  const strategy_info info = describe_strategy(spec);
+  if (!info.uses_upstream && info.name != "new_delete") {
     heap_counted_ = std::make_unique<heap_counted_resource>(owned_.get());
     resource_ = heap_counted_.get();
   }
@@ -77,15 +133,9 @@ void alloc_meter::report(benchmark::State& state, double ops) const {
 
 const std::vector<std::string>& strategy_specs() { return specs_storage(); }
 
-bool is_thread_safe(const std::string& spec) {
-  const detail::strategy_entry* entry = detail::find_strategy(name_of(spec));
-  return entry && entry->thread_safe;
-}
+bool is_thread_safe(const std::string& spec) { return describe_strategy(spec).thread_safe; }
 
-bool reuses_memory(const std::string& spec) {
-  const detail::strategy_entry* entry = detail::find_strategy(name_of(spec));
-  return entry && entry->reuses_memory;
-}
+bool reuses_memory(const std::string& spec) { return describe_strategy(spec).reuses_memory; }
 
 bool add_registrar(registrar r) {
   registrars().push_back(r);
@@ -99,14 +149,20 @@ void run_registrars() {
 bool parse_pmrkit_flags(int& argc, char** argv) {
   std::string only;
   if (const char* env = std::getenv("PMRKIT_STRATEGY"); env && *env) only = env;
-  bool list = false;
+  std::string list;  // "", "text" or "json"
   int kept = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
+    constexpr std::string_view list_flag = "--pmrkit_list_strategies";
     if (arg.rfind("--strategy=", 0) == 0) {
       only = std::string(arg.substr(std::strlen("--strategy=")));
-    } else if (arg == "--pmrkit_list_strategies") {
-      list = true;
+    } else if (arg == list_flag || arg == std::string(list_flag) + "=text") {
+      list = "text";
+    } else if (arg == std::string(list_flag) + "=json") {
+      list = "json";
+    } else if (arg.rfind(list_flag, 0) == 0) {
+      throw std::invalid_argument("pmrkit_bench: " + std::string(arg) +
+                                  ": allowed: --pmrkit_list_strategies[=text|json]");
     } else {
       argv[kept++] = argv[i];
     }
@@ -120,7 +176,11 @@ bool parse_pmrkit_flags(int& argc, char** argv) {
   } else {
     for (const auto& info : strategies()) specs.push_back(info.name);
   }
-  if (list) {
+  if (list == "json") {
+    std::cout << strategies_json(strategies());
+    return false;
+  }
+  if (list == "text") {
     for (const auto& info : strategies())
       std::cout << info.name << (info.thread_safe ? "\tthread-safe\t" : "\tsingle-thread\t")
                 << info.summary << '\n';

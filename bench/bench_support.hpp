@@ -12,6 +12,7 @@
 
 #include "heap_counter.hpp"
 #include "pmrkit/counting_resource.hpp"
+#include "pmrkit/registry.hpp"
 
 namespace pmrkit::bench {
 
@@ -55,6 +56,10 @@ class alloc_meter {
 
 // The strategy specs to run (all of strategies(), or the one named with --strategy).
 const std::vector<std::string>& strategy_specs();
+// The registry as JSON (what --pmrkit_list_strategies=json prints, and bench/report reads):
+// an array of {name, summary, thread_safe, uses_upstream, reuses_memory, options: [{name, kind,
+// default, min and max or allowed, description}]}.
+std::string strategies_json(const std::vector<strategy_info>& all);
 // True if the spec names a strategy whose allocate/deallocate may be used from many threads.
 bool is_thread_safe(const std::string& spec);
 // True if the spec names a strategy that reuses freed memory (false for monotonic).
@@ -66,8 +71,9 @@ using registrar = void (*)();
 bool add_registrar(registrar r);
 void run_registrars();
 
-// Parses and removes pmrkit's own flags (--strategy=SPEC, --pmrkit_list_strategies). Returns
-// false if the program should exit (after listing strategies).
+// Parses and removes pmrkit's own flags (--strategy=SPEC, --pmrkit_list_strategies[=text|json]).
+// Returns false if the program should exit (after listing strategies). Throws
+// std::invalid_argument for a bad spec or listing format.
 bool parse_pmrkit_flags(int& argc, char** argv);
 
 }  // namespace pmrkit::bench

@@ -1,6 +1,8 @@
 // pmrkit_bench: Google Benchmark's main, plus pmrkit's own flags:
 //   --strategy=SPEC            run only this strategy (also: PMRKIT_STRATEGY=SPEC)
-//   --pmrkit_list_strategies   print the strategies and exit
+//   --pmrkit_list_strategies[=text|json]
+//                              print the registry's strategies and exit: one line each (text),
+//                              or with capabilities and options as JSON (read by bench/report)
 #include <benchmark/benchmark.h>
 
 #include <exception>

@@ -7,7 +7,6 @@
 #include <cstring>
 #include <vector>
 
-#include "factories.hpp"
 #include "oversize_blocks.hpp"
 
 namespace pmrkit {
@@ -188,17 +187,4 @@ void boost_pool_resource::do_deallocate(void* p, std::size_t bytes, std::size_t 
   pools_->by_class[class_index(rounded)]->free(p);
 }
 
-namespace detail {
-
-resource_ptr make_boost_pool(option_reader& options, std::pmr::memory_resource* upstream) {
-  boost_pool_options o;
-  o.max_pooled = options.power_of_two("max_pooled", o.max_pooled, 8, 1 << 20);
-  o.chunk_size = options.size("chunk_size", o.chunk_size, 64, std::size_t{1} << 30);
-  o.max_chunk_size =
-      options.size("max_chunk_size", std::max(o.max_chunk_size, o.chunk_size), o.chunk_size,
-                   std::size_t{1} << 30);
-  return std::make_unique<boost_pool_resource>(o, upstream);
-}
-
-}  // namespace detail
 }  // namespace pmrkit

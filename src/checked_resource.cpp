@@ -18,7 +18,6 @@
 #include <utility>
 #include <vector>
 
-#include "factories.hpp"
 
 namespace pmrkit {
 namespace {
@@ -28,8 +27,6 @@ namespace {
 constexpr std::byte fresh_fill{0xCD};   // handed out, not yet written by its owner
 constexpr std::byte guard_fill{0xFD};   // the guard bytes around every block
 constexpr std::byte freed_fill{0xDD};   // freed, waiting in quarantine
-
-constexpr std::size_t max_guard_bytes = 4096;
 
 struct block_record {
   std::byte* raw;
@@ -250,10 +247,11 @@ struct checked_resource::state {
 checked_resource::checked_resource(checked_options options, std::pmr::memory_resource* upstream)
     : state_(std::make_unique<state>()) {
   if (!upstream) throw std::invalid_argument("pmrkit: checked_resource was given a null upstream");
-  if (options.guard_bytes > max_guard_bytes)
+  if (options.guard_bytes > checked_options::max_guard_bytes)
     throw std::invalid_argument("pmrkit: checked_resource guard_bytes " +
                                 std::to_string(options.guard_bytes) +
-                                " is too large; allowed: 0 to 4096");
+                                " is too large; allowed: 0 to " +
+                                std::to_string(checked_options::max_guard_bytes));
   state_->options = options;
   state_->upstream = upstream;
 }
@@ -461,21 +459,4 @@ std::pmr::memory_resource* checked_resource::upstream_resource() const noexcept 
   return state_->upstream;
 }
 
-namespace detail {
-
-resource_ptr make_checked(option_reader& options, std::pmr::memory_resource* upstream) {
-  checked_options o;
-  if (options.choice("on_error", "abort", {"abort", "throw"}) == "throw")
-    o.on_error = checked_options::error_action::throw_error;
-  const std::string leak = options.choice("on_leak", "report", {"report", "abort", "ignore"});
-  if (leak == "abort") o.on_leak = checked_options::leak_action::abort;
-  if (leak == "ignore") o.on_leak = checked_options::leak_action::ignore;
-  o.guard_bytes = options.size("guard", o.guard_bytes, 0, max_guard_bytes);
-  o.quarantine_blocks = options.size("quarantine", o.quarantine_blocks, 0, std::size_t{1} << 24);
-  o.quarantine_bytes =
-      options.size("quarantine_bytes", o.quarantine_bytes, 0, std::size_t{1} << 40);
-  return std::make_unique<checked_resource>(o, upstream);
-}
-
-}  // namespace detail
 }  // namespace pmrkit

@@ -4,7 +4,6 @@
 #include <new>
 #include <stdexcept>
 
-#include "factories.hpp"
 #include "mimalloc_loader.hpp"
 
 namespace pmrkit {
@@ -47,15 +46,4 @@ void mimalloc_heap_resource::do_deallocate(void* p, std::size_t, std::size_t) {
   detail::mimalloc().free(p);
 }
 
-namespace detail {
-
-resource_ptr make_mimalloc(option_reader&, std::pmr::memory_resource*) {
-  return std::make_unique<mimalloc_resource>();
-}
-
-resource_ptr make_mimalloc_heap(option_reader&, std::pmr::memory_resource*) {
-  return std::make_unique<mimalloc_heap_resource>();
-}
-
-}  // namespace detail
 }  // namespace pmrkit

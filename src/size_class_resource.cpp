@@ -1,10 +1,7 @@
-// basic_size_class_resource: the public face of size_class_engine, and the registry's
-// factories for "size_class" and "size_class_unsync".
+// basic_size_class_resource: the public face of size_class_engine (the registry's strategies
+// "size_class" and "size_class_unsync" are in src/strategies/size_class.cpp).
 #include "pmrkit/size_class_resource.hpp"
 
-#include <limits>
-
-#include "factories.hpp"
 #include "size_class_engine.hpp"
 
 namespace pmrkit {
@@ -51,28 +48,4 @@ void basic_size_class_resource<Policy>::do_deallocate(void* p, std::size_t bytes
 template class basic_size_class_resource<sync_policy>;
 template class basic_size_class_resource<unsync_policy>;
 
-namespace detail {
-namespace {
-
-size_class_options read_size_class_options(option_reader& options) {
-  size_class_options o;
-  o.max_pooled = options.power_of_two("max_pooled", o.max_pooled, 8, std::size_t{1} << 20);
-  o.chunk_size = options.power_of_two("chunk_size", o.chunk_size, 4096, std::size_t{256} << 20);
-  o.max_retained = options.size("max_retained", o.max_retained, 0,
-                                std::numeric_limits<std::size_t>::max());
-  o.thread_cache = options.size("thread_cache", o.thread_cache, 0, std::size_t{1} << 30);
-  return o;
-}
-
-}  // namespace
-
-resource_ptr make_size_class(option_reader& options, std::pmr::memory_resource* upstream) {
-  return std::make_unique<size_class_resource>(read_size_class_options(options), upstream);
-}
-
-resource_ptr make_size_class_unsync(option_reader& options, std::pmr::memory_resource* upstream) {
-  return std::make_unique<size_class_unsync_resource>(read_size_class_options(options), upstream);
-}
-
-}  // namespace detail
 }  // namespace pmrkit

@@ -14,13 +14,6 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-std::string describe_size(std::size_t n) {
-  if (n != 0 && n % (1ull << 30) == 0) return std::to_string(n >> 30) + "G";
-  if (n != 0 && n % (1ull << 20) == 0) return std::to_string(n >> 20) + "M";
-  if (n != 0 && n % (1ull << 10) == 0) return std::to_string(n >> 10) + "K";
-  return std::to_string(n);
-}
-
 }  // namespace
 
 parsed_spec parse_spec(std::string_view spec) {
@@ -86,66 +79,98 @@ bool parse_size(std::string_view text, std::size_t& out) noexcept {
   return true;
 }
 
-option_reader::option_reader(std::string strategy,
-                             std::vector<std::pair<std::string, std::string>> options)
-    : strategy_(std::move(strategy)), options_(std::move(options)) {}
-
-const std::string* option_reader::find(std::string_view key) {
-  if (std::find(known_keys_.begin(), known_keys_.end(), key) == known_keys_.end())
-    known_keys_.emplace_back(key);
-  for (const auto& [k, v] : options_)
-    if (k == key) return &v;
-  return nullptr;
+std::string format_size(std::size_t n) {
+  if (n != 0 && n % (1ull << 30) == 0) return std::to_string(n >> 30) + "G";
+  if (n != 0 && n % (1ull << 20) == 0) return std::to_string(n >> 20) + "M";
+  if (n != 0 && n % (1ull << 10) == 0) return std::to_string(n >> 10) + "K";
+  return std::to_string(n);
 }
 
-void option_reader::reject(std::string_view key, const std::string& value,
-                           const std::string& allowed) const {
-  throw std::invalid_argument("pmrkit: strategy '" + strategy_ + "': option " +
-                              std::string(key) + "=" + value + " is invalid; " + allowed);
-}
-
-std::size_t option_reader::size(std::string_view key, std::size_t fallback, std::size_t min,
-                                std::size_t max) {
-  const std::string* text = find(key);
-  if (!text) return fallback;
-  std::size_t value = 0;
-  const std::string allowed = "allowed: a size from " + describe_size(min) + " to " +
-                              describe_size(max) +
-                              " (a number, optionally with a K, M or G suffix)";
-  if (!parse_size(*text, value) || value < min || value > max) reject(key, *text, allowed);
-  return value;
-}
-
-std::size_t option_reader::power_of_two(std::string_view key, std::size_t fallback,
-                                        std::size_t min, std::size_t max) {
-  const std::size_t value = size(key, fallback, min, max);
-  if ((value & (value - 1)) != 0)
-    reject(key, *find(key),
-           "allowed: a power of two from " + describe_size(min) + " to " + describe_size(max));
-  return value;
-}
-
-std::string option_reader::choice(std::string_view key, std::string_view fallback,
-                                  std::initializer_list<std::string_view> allowed) {
-  const std::string* text = find(key);
-  if (!text) return std::string(fallback);
-  for (auto a : allowed)
-    if (*text == a) return *text;
+std::string describe_allowed(const option_definition& option) {
+  switch (option.kind) {
+    case option_kind::size:
+      return "a size from " + format_size(option.min) + " to " + format_size(option.max);
+    case option_kind::power_of_two:
+      return "a power of two from " + format_size(option.min) + " to " + format_size(option.max);
+    case option_kind::choice:
+      break;
+  }
   std::string list;
-  for (auto a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-  reject(key, *text, "allowed: one of " + list);
+  for (std::string_view a : option.allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+  return "one of " + list;
 }
 
-void option_reader::finish() const {
-  for (const auto& [key, value] : options_) {
-    if (std::find(known_keys_.begin(), known_keys_.end(), key) != known_keys_.end()) continue;
+option_reader::option_reader(std::string_view strategy,
+                             std::span<const option_definition> declared,
+                             std::vector<std::pair<std::string, std::string>> given)
+    : strategy_(strategy), declared_(declared), given_(std::move(given)) {
+  for (const auto& given_option : given_) {
+    const std::string& key = given_option.first;  // clang 14 cannot capture a structured binding
+    const bool known = std::any_of(declared_.begin(), declared_.end(),
+                                   [&](const option_definition& o) { return o.name == key; });
+    if (known) continue;
     std::string list;
-    for (const auto& k : known_keys_) list += (list.empty() ? "" : ", ") + k;
+    for (const auto& o : declared_) list += (list.empty() ? "" : ", ") + std::string(o.name);
     throw std::invalid_argument("pmrkit: strategy '" + strategy_ + "' has no option '" + key +
                                 "'; " +
                                 (list.empty() ? std::string("it takes no options")
                                               : "its options are: " + list));
   }
+}
+
+const option_definition& option_reader::declared(std::string_view key, bool choice) {
+  for (const auto& o : declared_) {
+    if (o.name != key) continue;
+    if ((o.kind == option_kind::choice) != choice) break;
+    if (std::find(read_.begin(), read_.end(), key) == read_.end()) read_.push_back(o.name);
+    return o;
+  }
+  throw std::logic_error("pmrkit: strategy '" + strategy_ + "' reads option '" +
+                         std::string(key) + "', which its option table does not declare as a " +
+                         (choice ? "choice" : "size"));
+}
+
+const std::string* option_reader::value_of(std::string_view key) const {
+  for (const auto& [k, v] : given_)
+    if (k == key) return &v;
+  return nullptr;
+}
+
+bool option_reader::given(std::string_view key) const { return value_of(key) != nullptr; }
+
+void option_reader::reject(std::string_view key, const std::string& allowed) const {
+  const std::string* value = value_of(key);
+  throw std::invalid_argument("pmrkit: strategy '" + strategy_ + "': option " +
+                              std::string(key) + "=" + (value ? *value : std::string()) +
+                              " is invalid; " + allowed);
+}
+
+std::size_t option_reader::size(std::string_view key) {
+  const option_definition& option = declared(key, false);
+  const std::string* text = value_of(key);
+  if (!text) return option.default_size;
+  std::size_t value = 0;
+  const bool fits = parse_size(*text, value) && value >= option.min && value <= option.max;
+  if (!fits || (option.kind == option_kind::power_of_two && (value & (value - 1)) != 0))
+    reject(key, "allowed: " + describe_allowed(option) +
+                    (fits ? "" : " (a number, optionally with a K, M or G suffix)"));
+  return value;
+}
+
+std::string option_reader::choice(std::string_view key) {
+  const option_definition& option = declared(key, true);
+  const std::string* text = value_of(key);
+  if (!text) return std::string(option.default_choice);
+  for (std::string_view a : option.allowed)
+    if (*text == a) return *text;
+  reject(key, "allowed: " + describe_allowed(option));
+}
+
+void option_reader::finish() const {
+  for (const auto& o : declared_)
+    if (std::find(read_.begin(), read_.end(), o.name) == read_.end())
+      throw std::logic_error("pmrkit: strategy '" + strategy_ + "' declares option '" +
+                             std::string(o.name) + "' but its factory never reads it");
 }
 
 }  // namespace pmrkit::detail

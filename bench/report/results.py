@@ -18,12 +18,11 @@ import json
 import re
 from typing import Iterable
 
-# Strategies pmrkit registers; a binary can report more (see runner.list_strategies), and an
-# unknown name is still recognised by its position in the benchmark name.
-KNOWN_STRATEGIES = (
-    "new_delete", "std_sync_pool", "std_unsync_pool", "monotonic", "boost_pool", "mimalloc",
-    "mimalloc_heap", "size_class", "size_class_unsync", "checked",
-)
+# The strategies a run's binary offered (runner.strategy_names asks it) are kept in the JSON
+# context under this key, so that a file read back knows them. Without it a strategy is still
+# recognised by its position in the benchmark name (before the variant, or after an Alloc*
+# pattern's name).
+STRATEGIES_FIELD = "pmrkit_strategies"
 BASELINE_STRATEGY = "new_delete"
 REFERENCE_STRATEGY = "bare_list"  # the Alloc* patterns' "no allocator at all" row
 VARIANTS = ("fresh", "pooled", "limit")
@@ -118,7 +117,7 @@ def strategy_base(element: str) -> str:
     return element.split(":", 1)[0]
 
 
-def parse_name(name: str, known: Iterable[str] = KNOWN_STRATEGIES, preload: str = "") -> RowKey:
+def parse_name(name: str, known: Iterable[str] = (), preload: str = "") -> RowKey:
     """Splits a benchmark run name into its RowKey (see the module comment)."""
     known = set(known) | {REFERENCE_STRATEGY}
     tag = _PRELOAD_SUFFIX.search(name)
@@ -168,8 +167,11 @@ def run_name_of(entry: dict) -> str:
     return entry.get("run_name") or entry.get("name", "")
 
 
-def from_json(doc: dict, known: Iterable[str] = KNOWN_STRATEGIES) -> ResultSet:
-    """Builds a ResultSet from one Google Benchmark JSON document (merged or not)."""
+def from_json(doc: dict, known: Iterable[str] | None = None) -> ResultSet:
+    """Builds a ResultSet from one Google Benchmark JSON document (merged or not). `known`
+    defaults to the strategies recorded in the document's context (STRATEGIES_FIELD)."""
+    if known is None:
+        known = doc.get("context", {}).get(STRATEGIES_FIELD, ())
     known = tuple(known)
     entries = doc.get("benchmarks", [])
     errors = []
@@ -194,7 +196,7 @@ def from_json(doc: dict, known: Iterable[str] = KNOWN_STRATEGIES) -> ResultSet:
     return ResultSet(rows=rows, context=doc.get("context", {}), errors=errors)
 
 
-def load(path: str, known: Iterable[str] = KNOWN_STRATEGIES) -> ResultSet:
+def load(path: str, known: Iterable[str] | None = None) -> ResultSet:
     with open(path, encoding="utf-8") as f:
         try:
             doc = json.load(f)

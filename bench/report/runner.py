@@ -79,16 +79,30 @@ def list_benchmarks(bench: str, strategy: str = "") -> list[str]:
     return [line.strip() for line in done.stdout.splitlines() if line.strip()]
 
 
-def list_strategies(bench: str) -> list[str] | None:
-    """The strategies the binary offers, if it can say (--pmrkit_list_strategies)."""
+def list_strategies(bench: str) -> list[dict]:
+    """The binary's registry (--pmrkit_list_strategies=json): one dict per strategy, with name,
+    summary, thread_safe, uses_upstream, reuses_memory and options (see bench_support.hpp)."""
+    args = ["--pmrkit_list_strategies=json"]
     try:
-        done = _call(bench, ["--pmrkit_list_strategies"], timeout=30)
-    except (BenchError, subprocess.TimeoutExpired):
-        return None
+        done = _call(bench, args, timeout=30)
+    except subprocess.TimeoutExpired:
+        raise BenchError(f"{bench} {args[0]} did not answer within 30s") from None
     if done.returncode != 0:
-        return None
-    names = [line.split()[0] for line in done.stdout.splitlines() if line.strip()]
-    return names or None
+        raise BenchError(f"{bench} {args[0]} failed (exit {done.returncode}):\n"
+                         f"{done.stderr.strip()}")
+    try:
+        listed = json.loads(done.stdout)
+    except json.JSONDecodeError as e:
+        raise BenchError(f"{bench} {args[0]} printed no JSON ({e}); is it pmrkit_bench?") from None
+    if not isinstance(listed, list) or not all(isinstance(s, dict) and "name" in s
+                                               for s in listed):
+        raise BenchError(f"{bench} {args[0]}: expected a list of strategies with names")
+    return listed
+
+
+def strategy_names(bench: str) -> tuple[str, ...]:
+    """The names of the strategies the binary offers, in its order."""
+    return tuple(s["name"] for s in list_strategies(bench))
 
 
 def _workload_matches(key: results.RowKey, workloads: list[str]) -> bool:

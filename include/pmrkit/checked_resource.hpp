@@ -46,7 +46,9 @@ struct checked_options {
   // a resource torn down during unwinding does not turn one error into a crash), abort prints
   // the list then aborts, ignore says nothing (live_blocks() and leak_report() still tell).
   leak_action on_leak = leak_action::report;
-  // Guard bytes after each block; before it, this rounded up to the block's alignment.
+  // Guard bytes after each block; before it, this rounded up to the block's alignment. At
+  // most max_guard_bytes (the constructor throws std::invalid_argument beyond it).
+  static constexpr std::size_t max_guard_bytes = 4096;
   std::size_t guard_bytes = 16;
   // Freed blocks kept poisoned before going back to upstream: at most this many, and at most
   // quarantine_bytes of upstream memory (guards included). 0 returns each block at once.

@@ -1,12 +1,16 @@
-// pmrkit/registry.hpp — make any memory strategy by name, at startup.
+// pmrkit/registry.hpp — make any memory strategy by name, at startup, and ask what each offers.
 //
 // A spec is "name" or "name:key=value,key=value" (sizes take K/M/G suffixes). The registry is
-// an immutable table: strategies() and make_resource() are safe to call from any thread.
-// make_resource() returns an owning pointer; `upstream` is borrowed and must outlive the
-// resource. install_default_from_env() installs a process-lifetime resource as
-// std::pmr's default — the only global state pmrkit ever creates, and only on request.
+// an immutable table: strategies(), describe_strategy() and make_resource() are safe to call
+// from any thread. make_resource() returns an owning pointer; `upstream` is borrowed and must
+// outlive the resource. install_default_from_env() installs a process-lifetime resource as
+// std::pmr's default: the only process-wide setting pmrkit changes, and only on request. (The
+// library does keep internal process-lifetime state of its own: mimalloc, loaded once on first
+// use of a mimalloc strategy, and the per-thread caches of size_class and buffer_pool, which
+// live in thread-local storage until their thread or resource ends.)
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <memory_resource>
 #include <string>
@@ -15,16 +19,47 @@
 
 namespace pmrkit {
 
+// How an option's value is written and checked.
+enum class option_kind {
+  size,          // a byte count in [min, max]: "4096", "64K", "1M", "2G"
+  power_of_two,  // a size that must also be a power of two
+  choice,        // one of `allowed`
+};
+
+struct option_info {
+  std::string name;
+  option_kind kind;
+  // The value used when the spec does not give one, written as a spec would write it ("64K").
+  std::string default_value;
+  // Sizes only: the inclusive range a value must fall in (0 for a choice).
+  std::size_t min;
+  std::size_t max;
+  // Choices only: every accepted value.
+  std::vector<std::string> allowed;
+  std::string description;  // one line
+};
+
 struct strategy_info {
   std::string name;
   std::string summary;
   // True when allocate/deallocate may be called concurrently from any threads, including
   // freeing a block on a thread other than the one that allocated it.
   bool thread_safe;
+  // True when the resource takes its memory from `upstream`; false when it goes to the global
+  // heap or the OS directly and never calls upstream.
+  bool uses_upstream;
+  // True when deallocate() makes memory available to later allocations (false for monotonic,
+  // which frees only when destroyed).
+  bool reuses_memory;
+  std::vector<option_info> options;  // in the order the strategy documents them
 };
 
 // Every strategy this build offers, in a stable order.
 std::vector<strategy_info> strategies();
+
+// The strategy a spec names ("size_class" or "size_class:max_pooled=4K"; options are not
+// checked). Throws std::invalid_argument for an unknown name, listing every valid name.
+strategy_info describe_strategy(std::string_view spec);
 
 // Builds the strategy named by `spec`. Pool-like strategies take their memory from upstream.
 // Throws std::invalid_argument for an unknown name (the message lists every valid name), an

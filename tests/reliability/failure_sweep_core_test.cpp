@@ -18,7 +18,6 @@
 #include "pmrkit/buffer_pool.hpp"
 #include "pmrkit/byte_buffer.hpp"
 #include "pmrkit/registry.hpp"
-#include "strategy_table.hpp"
 #include "test_resources.hpp"
 
 using Catch::Matchers::Contains;
@@ -228,7 +227,7 @@ TEST_CASE("failure sweep: byte_buffer keeps its contents when growth fails", "[f
 }
 
 TEST_CASE("failure sweep: buffer_pool on each pool strategy", "[failure_sweep]") {
-  for (const auto& entry : pmrkit::detail::strategy_table()) {
+  for (const auto& entry : pmrkit::strategies()) {
     if (!entry.uses_upstream || !entry.thread_safe) continue;  // buffer_pool may use any thread
     CAPTURE(entry.name);
     struct pooled {
@@ -280,7 +279,7 @@ void strategy_usable(std::pmr::memory_resource& r) {
 
 TEST_CASE("failure sweep: every strategy over a failing upstream", "[failure_sweep]") {
   const bool sticky = GENERATE(false, true);
-  for (const auto& entry : pmrkit::detail::strategy_table()) {
+  for (const auto& entry : pmrkit::strategies()) {
     if (!entry.uses_upstream) continue;
     CAPTURE(entry.name, sticky);
     failure_sweep_options options;
@@ -295,7 +294,7 @@ TEST_CASE("failure sweep: every strategy over a failing upstream", "[failure_swe
 }
 
 TEST_CASE("failure sweep: constructing each strategy", "[failure_sweep]") {
-  for (const auto& entry : pmrkit::detail::strategy_table()) {
+  for (const auto& entry : pmrkit::strategies()) {
     CAPTURE(entry.name);
     struct slot {
       std::pmr::memory_resource* memory;

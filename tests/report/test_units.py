@@ -60,6 +60,15 @@ class ParseName(unittest.TestCase):
                    "Serialization/with_metrics", "size_class:max_pooled=128K", "fresh")
         self.check("Serialization/with_metrics/limit", "Serialization/with_metrics", "", "limit")
 
+    def test_strategies_recorded_in_the_context_are_known(self):
+        doc = {"context": {results.STRATEGIES_FIELD: ["my_arena"]}, "benchmarks": [
+            {"name": "AllocPairs/small/my_arena", "run_type": "iteration", "real_time": 5.0,
+             "time_unit": "ns"}]}
+        (key,) = results.from_json(doc).rows
+        self.assertEqual((key.workload, key.strategy), ("AllocPairs/small", "my_arena"))
+        (key,) = results.from_json(doc, known=()).rows  # by position only: the wrong element
+        self.assertEqual(key.strategy, "small")
+
     def test_unknown_strategy_sits_before_its_variant(self):
         self.check("CompressPayload/my_arena/pooled", "CompressPayload", "my_arena", "pooled")
 
@@ -308,7 +317,7 @@ class Runner(unittest.TestCase):
                          "A/size_class:max=1\\(K\\)/fresh")
 
     def test_narrowed_plan_keeps_baseline_and_references(self):
-        plan = runner.plan(FAKE_BENCH, results.KNOWN_STRATEGIES, strategy="size_class",
+        plan = runner.plan(FAKE_BENCH, runner.strategy_names(FAKE_BENCH), strategy="size_class",
                            workloads=["InsertSingle", "AllocPairs"], preloads=["jemalloc"])
         # The rows of one table run back to back, so they share the machine's load.
         self.assertEqual([j.display for j in plan.jobs], [
@@ -320,7 +329,17 @@ class Runner(unittest.TestCase):
 
     def test_unknown_workload_is_an_error_that_lists_the_workloads(self):
         with self.assertRaisesRegex(runner.BenchError, "workloads available: AllocPairs"):
-            runner.plan(FAKE_BENCH, results.KNOWN_STRATEGIES, workloads=["Nope"], preloads=[])
+            runner.plan(FAKE_BENCH, runner.strategy_names(FAKE_BENCH), workloads=["Nope"], preloads=[])
+
+    def test_strategies_come_from_the_binary(self):
+        listed = runner.list_strategies(FAKE_BENCH)
+        self.assertEqual([s["name"] for s in listed][:2], ["new_delete", "std_sync_pool"])
+        self.assertTrue(listed[0]["thread_safe"])
+        self.assertEqual(runner.strategy_names(FAKE_BENCH), tuple(s["name"] for s in listed))
+
+    def test_a_binary_without_a_strategy_list_is_an_error(self):
+        with self.assertRaisesRegex(runner.BenchError, "printed no JSON"):
+            runner.list_strategies("/bin/true")
 
     def test_missing_binary(self):
         with self.assertRaisesRegex(runner.BenchError, "no such benchmark binary"):

@@ -1,5 +1,6 @@
-// Shared by the conformance test files: every strategy of the registry, and an upstream that
-// checks every deallocate against a live allocation.
+// Shared by the conformance test files: every strategy of the registry (with the test-only
+// ones: these tests link pmrkit_with_test_strategies), and an upstream that checks every
+// deallocate against a live allocation.
 #pragma once
 
 #include <cstddef>
@@ -10,7 +11,6 @@
 #include <vector>
 
 #include "pmrkit/registry.hpp"
-#include "strategy_table.hpp"
 
 namespace pmrkit::test {
 
@@ -21,8 +21,12 @@ inline std::vector<std::string> all_strategy_names() {
   return names;
 }
 
-inline const detail::strategy_entry& entry_of(const std::string& name) {
-  return *detail::find_strategy(name);
+// The names of the strategies that promise thread safety (strategy_info::thread_safe).
+inline std::vector<std::string> thread_safe_strategy_names() {
+  std::vector<std::string> names;
+  for (const auto& info : strategies())
+    if (info.thread_safe) names.push_back(info.name);
+  return names;
 }
 
 // An upstream that records each live block and flags any deallocate that does not match an

@@ -16,7 +16,6 @@
 
 using pmrkit::test::all_strategy_names;
 using pmrkit::test::check_pattern;
-using pmrkit::test::entry_of;
 using pmrkit::test::fill_pattern;
 using pmrkit::test::is_aligned;
 using pmrkit::test::tracking_upstream;
@@ -124,13 +123,14 @@ TEST_CASE("every strategy: LIFO, FIFO and random free orders", "[conformance]") 
   CHECK(upstream.mismatched_deallocations() == 0);
 }
 
-TEST_CASE("every strategy: freed memory is reused", "[conformance]") {
+TEST_CASE("every strategy: upstream use and reuse are as strategy_info says", "[conformance]") {
   const std::string name = GENERATE(from_range(all_strategy_names()));
   CAPTURE(name);
-  const auto& entry = entry_of(name);
+  const pmrkit::strategy_info info = pmrkit::describe_strategy(name);
+  CAPTURE(info.uses_upstream, info.reuses_memory);
   tracking_upstream upstream;
   auto r = pmrkit::make_resource(name, &upstream);
-  // Warm up every size once, then the same work many times must not need more upstream memory.
+  // Warm up every size once; then the same work many times over, all of it freed each time.
   const auto churn = [&] {
     for (std::size_t bytes : {16u, 64u, 200u, 1000u, 4000u}) {
       std::vector<void*> held;
@@ -141,13 +141,14 @@ TEST_CASE("every strategy: freed memory is reused", "[conformance]") {
   churn();
   const std::size_t after_warmup = upstream.allocations();
   for (int i = 0; i < 200; ++i) churn();
-  if (entry.uses_upstream && entry.reuses_memory) {
-    CHECK(upstream.allocations() == after_warmup);
-  } else if (!entry.uses_upstream) {
+  if (!info.uses_upstream) {
     CHECK(upstream.allocations() == 0);  // it must not touch upstream at all
+  } else if (info.reuses_memory) {
+    CHECK(after_warmup > 0);
+    CHECK(upstream.allocations() == after_warmup);  // the freed blocks served the rest
   } else {
-    CHECK_FALSE(entry.reuses_memory);  // monotonic: documented not to reuse
-    CHECK(upstream.allocations() > after_warmup);
+    CHECK(after_warmup > 0);
+    CHECK(upstream.allocations() > after_warmup);  // it claims not to reuse: it must not
   }
 }
 
@@ -182,12 +183,20 @@ TEST_CASE("every strategy: destruction returns every upstream byte, even with bl
           "[conformance]") {
   const std::string name = GENERATE(from_range(all_strategy_names()));
   CAPTURE(name);
-  if (!entry_of(name).uses_upstream) return;  // takes nothing from upstream (checked elsewhere)
+  const bool uses_upstream = pmrkit::describe_strategy(name).uses_upstream;
   tracking_upstream upstream;
   {
     auto r = pmrkit::make_resource(name, &upstream);
-    for (std::size_t bytes : sweep_sizes) (void)r->allocate(bytes, 16);  // deliberately kept
-    CHECK(upstream.live_blocks() > 0);
+    std::vector<void*> kept;
+    for (std::size_t bytes : sweep_sizes) kept.push_back(r->allocate(bytes, 16));
+    if (uses_upstream) {
+      CHECK(upstream.live_blocks() > 0);  // destroyed with these still live
+    } else {
+      // Its memory comes from elsewhere (and would leak there if kept): upstream was never
+      // asked, which is all this test can hold it to.
+      CHECK(upstream.allocations() == 0);
+      for (std::size_t i = 0; i < kept.size(); ++i) r->deallocate(kept[i], sweep_sizes[i], 16);
+    }
   }
   CHECK(upstream.live_blocks() == 0);
   CHECK(upstream.live_bytes() == 0);
@@ -197,7 +206,7 @@ TEST_CASE("every strategy: destruction returns every upstream byte, even with bl
 TEST_CASE("every strategy: an upstream that throws std::bad_alloc", "[conformance]") {
   const std::string name = GENERATE(from_range(all_strategy_names()));
   CAPTURE(name);
-  const auto& entry = entry_of(name);
+  const bool uses_upstream = pmrkit::describe_strategy(name).uses_upstream;
   // Fail at the 1st, 2nd, 3rd ... upstream allocation until the workload completes.
   bool completed = false;
   std::size_t failures_seen = 0;
@@ -238,7 +247,11 @@ TEST_CASE("every strategy: an upstream that throws std::bad_alloc", "[conformanc
     CHECK(tracking.mismatched_deallocations() == 0);
   }
   CHECK(completed);
-  if (entry.uses_upstream) CHECK(failures_seen > 0);
+  if (uses_upstream) {
+    CHECK(failures_seen > 0);
+  } else {
+    CHECK(failures_seen == 0);  // an upstream it never calls cannot fail it
+  }
 }
 
 TEST_CASE("every strategy: is_equal is identity", "[conformance]") {
@@ -249,4 +262,32 @@ TEST_CASE("every strategy: is_equal is identity", "[conformance]") {
   CHECK(a->is_equal(*a));
   CHECK_FALSE(a->is_equal(*b));
   CHECK_FALSE(a->is_equal(*std::pmr::new_delete_resource()));
+}
+
+// The one-place rule (docs/architecture.md): tests/strategies/test_exact_fit.cpp and one line
+// in tests/strategies/list.txt put a strategy into the registry, with its capabilities and
+// options, and so into every test above.
+TEST_CASE("a strategy added the documented way is registered, described and made",
+          "[conformance]") {
+  const auto names = all_strategy_names();
+  REQUIRE(std::count(names.begin(), names.end(), "test_exact_fit") == 1);
+  CHECK(names.back() == "test_exact_fit");  // tests/strategies' list follows src/strategies'
+  const pmrkit::strategy_info info = pmrkit::describe_strategy("test_exact_fit");
+  CHECK_FALSE(info.thread_safe);
+  CHECK(info.uses_upstream);
+  CHECK(info.reuses_memory);
+  REQUIRE(info.options.size() == 1);
+  CHECK(info.options[0].name == "max_cached");
+  CHECK(info.options[0].default_value == "1K");
+  CHECK(info.options[0].max == (std::size_t{1} << 20));
+  // Its factory reads the option through the table: range and all.
+  tracking_upstream upstream;
+  {
+    auto none_cached = pmrkit::make_resource("test_exact_fit:max_cached=0", &upstream);
+    none_cached->deallocate(none_cached->allocate(64, 8), 64, 8);
+    CHECK(upstream.live_blocks() == 0);  // nothing kept
+  }
+  CHECK_THROWS_WITH(pmrkit::make_resource("test_exact_fit:max_cached=2M"),
+                    Catch::Matchers::Contains("max_cached=2M") &&
+                        Catch::Matchers::Contains("from 0 to 1M"));
 }

@@ -1,0 +1,39 @@
+// Strategy "new_delete": the no-reuse baseline every comparison starts from.
+#include <new>
+
+#include "strategy.hpp"
+
+namespace pmrkit::detail::strategies {
+namespace {
+
+// Aligned global operator new/delete, which is exactly what std::pmr::new_delete_resource()
+// does. A distinct object (rather than the singleton) so that make_resource() can hand out
+// ownership and is_equal stays identity.
+class new_delete_strategy final : public std::pmr::memory_resource {
+  void* do_allocate(std::size_t bytes, std::size_t alignment) override {
+    return std::pmr::new_delete_resource()->allocate(bytes, alignment);
+  }
+  void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override {
+    std::pmr::new_delete_resource()->deallocate(p, bytes, alignment);
+  }
+  bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
+    return this == &other;
+  }
+};
+
+resource_ptr make(option_reader&, std::pmr::memory_resource*) {
+  return std::make_unique<new_delete_strategy>();
+}
+
+}  // namespace
+
+extern const strategy_definition new_delete{
+    .name = "new_delete",
+    .summary = "std::pmr::new_delete_resource(): every allocation goes to the global heap; the "
+               "no-reuse baseline",
+    .can = {.thread_safe = true, .uses_upstream = false, .reuses_memory = true},
+    .options = {},
+    .make = make,
+};
+
+}  // namespace pmrkit::detail::strategies
