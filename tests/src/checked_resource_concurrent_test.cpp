@@ -10,7 +10,7 @@
 
 #include "pmrkit/checked_resource.hpp"
 #include "pmrkit/counting_resource.hpp"
-#include "block_mailbox.hpp"
+#include "cross_thread_churn.hpp"
 #include "test_resources.hpp"
 
 using pmrkit::allocation_error;
@@ -27,56 +27,28 @@ checked_options throwing() {
   return o;
 }
 
-using pmrkit::test::block_mailbox;
 using pmrkit::test::handed_block;
 
 }  // namespace
 
 TEST_CASE("checked: threads allocating and freeing each other's blocks", "[checked][concurrent]") {
   pmrkit::counting_resource upstream(std::pmr::new_delete_resource());
-  std::atomic<int> corrupted{0};
-  std::atomic<int> errors{0};
+  int corrupted = 0;
+  std::atomic<int> free_errors{0};
   {
     checked_resource r(throwing(), &upstream);
-    constexpr int threads = 4;
-    std::vector<block_mailbox> boxes(threads);
-    std::vector<std::thread> workers;
-    for (int t = 0; t < threads; ++t)
-      workers.emplace_back([&, t] {
-        std::mt19937 rng(static_cast<unsigned>(t) + 11);
-        std::uniform_int_distribution<std::size_t> size(0, 2000);
-        std::vector<handed_block> mine;
-        std::uint64_t seed = static_cast<std::uint64_t>(t) << 40;
-        const auto release = [&](const handed_block& b) {
-          if (!pmrkit::test::check_pattern(b.p, b.bytes, b.seed)) ++corrupted;
-          try {
-            r.deallocate(b.p, b.bytes, 16);
-          } catch (const allocation_error&) {
-            ++errors;
-          }
-        };
-        for (int i = 0; i < 5000; ++i) {
-          const std::size_t bytes = size(rng);
-          void* p = r.allocate(bytes, 16);
-          pmrkit::test::fill_pattern(p, bytes, ++seed);
-          if (i % 3 == 0)
-            boxes[static_cast<std::size_t>((t + 1) % threads)].put({p, bytes, seed});
-          else
-            mine.push_back({p, bytes, seed});
-          handed_block incoming;
-          if (boxes[static_cast<std::size_t>(t)].take(incoming)) release(incoming);
-          if (mine.size() > 32) {
-            release(mine.front());
-            mine.erase(mine.begin());
-          }
-        }
-        for (const auto& b : mine) release(b);
-      });
-    for (auto& w : workers) w.join();
-    for (auto& box : boxes) {
-      handed_block b;
-      while (box.take(b)) r.deallocate(b.p, b.bytes, 16);
-    }
+    pmrkit::test::churn_plan plan;
+    plan.min_bytes = 0;
+    plan.max_bytes = 2000;
+    plan.keep = 32;
+    plan.seed_base = 11;
+    corrupted = pmrkit::test::cross_thread_churn(r, plan, [&](const handed_block& b) {
+      try {
+        r.deallocate(b.p, b.bytes, pmrkit::test::churn_alignment);
+      } catch (const allocation_error&) {
+        ++free_errors;
+      }
+    });
     const auto s = r.stats();
     CHECK(s.allocations == 4 * 5000);
     CHECK(s.deallocations == 4 * 5000);
@@ -86,8 +58,8 @@ TEST_CASE("checked: threads allocating and freeing each other's blocks", "[check
     CHECK(s.reused_from_quarantine > 0);
     REQUIRE_NOTHROW(r.verify());
   }
-  CHECK(corrupted.load() == 0);
-  CHECK(errors.load() == 0);
+  CHECK(corrupted == 0);
+  CHECK(free_errors.load() == 0);
   CHECK(upstream.stats().bytes_in_use == 0);
 }
 
