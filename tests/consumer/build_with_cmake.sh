@@ -34,7 +34,8 @@ cmake --build "$build"
 link_line=$(ninja -C "$build" -t commands pmrkit_consumer | tail -n 1)
 missing=()
 for library in libbson-1.0.so libzstd.so libprotobuf.so; do
-  [[ $link_line == *"$deps/lib/$arch/$library"* ]] || missing+=("$library")
+  # Ninja writes paths inside the build directory relative to it.
+  [[ $link_line == *"dependencies/lib/$arch/$library"* ]] || missing+=("$library")
 done
 if [ ${#missing[@]} -ne 0 ]; then
   echo "consumer: the link line does not take ${missing[*]} from $deps (CMAKE_PREFIX_PATH):" >&2
