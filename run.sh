@@ -8,8 +8,8 @@
 # Each command first installs the Debian packages pmrkit needs (with apt-get when run as root;
 # otherwise it prints the exact apt-get line and stops), then configures and builds in build/.
 # CI-only stages, also usable by hand: sanitize (ASan+UBSan, then ThreadSanitizer on the
-# concurrent tests), fuzz [SECONDS] (libFuzzer targets, bounded), consumer (install the package
-# and build tests/consumer against it).
+# concurrent tests), fuzz [SECONDS] (libFuzzer targets, bounded), consumer (install the package,
+# check its exported link interface, build tests/consumer against it with CMake and pkg-config).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -86,9 +86,9 @@ case "$cmd" in
     build build -DPMRKIT_BUILD_TESTS=ON
     prefix=$(mktemp -d)
     cmake --install build --prefix "$prefix" >/dev/null
-    cmake -S tests/consumer -B build-consumer -G Ninja -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
-    cmake --build build-consumer
-    ./build-consumer/pmrkit_consumer
+    cmake -DPREFIX="$prefix" -P tests/consumer/check_exported_link_interface.cmake
+    tests/consumer/build_with_cmake.sh "$prefix" build-consumer
+    tests/consumer/build_with_pkg_config.sh "$prefix" build-consumer-pkg-config
     ;;
   *)
     sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'

@@ -1,18 +1,19 @@
 # pmrkit_add_adapter(<name> SOURCES <files...>
-#                    [PUBLIC_LIBS <pmrkit targets...>]
-#                    [THIRD_PARTY <target found at build time> INSTALLED_AS <plain library name>]
-#                    [HEADERS <extra public headers beside include/pmrkit/<name>/>])
+#                    [COMPONENTS <other adapters it builds on...>]
+#                    [THIRD_PARTY <library of cmake/pmrkit_dependencies.cmake, found already>]
+#                    [HEADERS <extra public headers beside include/pmrkit/<name>/>]
+#                    [DESCRIPTION <one line, for its .pc file>])
 #
 # One adapter = one static library pmrkit_<name> (alias pmrkit::<name>) on top of the core, with
 # its public headers in include/ and its own code in src/, installed as the package component
-# <name> (find_package(pmrkit CONFIG COMPONENTS <name>)).
+# <name> (find_package(pmrkit CONFIG COMPONENTS <name>)) and the pkg-config module pmrkit-<name>.
 #
-# The third-party library is linked PRIVATE and never appears in a public header. The archive is
-# static, so a consumer of the installed package still links that library: the export names it
-# by its plain library name, since the consumer has no imported target for it unless it looks
-# for one itself.
+# The third-party library is linked PRIVATE through pmrkit_dependency::<library> and never
+# appears in a public header. The archive is static, so the export keeps it as
+# $<LINK_ONLY:pmrkit_dependency::<library>>, which pmrkitConfig.cmake defines by finding the
+# library again, the same way, when the component is asked for (see the table it records below).
 function(pmrkit_add_adapter name)
-  cmake_parse_arguments(ARG "" "THIRD_PARTY;INSTALLED_AS" "SOURCES;PUBLIC_LIBS;HEADERS" ${ARGN})
+  cmake_parse_arguments(ARG "" "THIRD_PARTY;DESCRIPTION" "SOURCES;COMPONENTS;HEADERS" ${ARGN})
   set(target pmrkit_${name})
   add_library(${target} ${ARG_SOURCES})
   add_library(pmrkit::${name} ALIAS ${target})
@@ -23,11 +24,17 @@ function(pmrkit_add_adapter name)
     PRIVATE
       ${CMAKE_CURRENT_SOURCE_DIR}/src)
   # Only the core's public headers: an adapter is built the way a user's code would be.
-  target_link_libraries(${target} PUBLIC pmrkit::pmrkit ${ARG_PUBLIC_LIBS})
+  target_link_libraries(${target} PUBLIC pmrkit::pmrkit)
+  set(pc_requires pmrkit)
+  foreach(component IN LISTS ARG_COMPONENTS)
+    target_link_libraries(${target} PUBLIC pmrkit::${component})
+    list(APPEND pc_requires pmrkit-${component})
+  endforeach()
   if(ARG_THIRD_PARTY)
-    target_link_libraries(${target}
-      PRIVATE $<BUILD_INTERFACE:${ARG_THIRD_PARTY}>
-      INTERFACE $<INSTALL_INTERFACE:${ARG_INSTALLED_AS}>)
+    if(NOT TARGET pmrkit_dependency::${ARG_THIRD_PARTY})
+      message(FATAL_ERROR "pmrkit_add_adapter(${name}): call pmrkit_find_third_party(${ARG_THIRD_PARTY}) first")
+    endif()
+    target_link_libraries(${target} PRIVATE pmrkit_dependency::${ARG_THIRD_PARTY})
   endif()
   set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON EXPORT_NAME ${name})
   pmrkit_target_defaults(${target})
@@ -42,4 +49,15 @@ function(pmrkit_add_adapter name)
   endif()
   install(EXPORT pmrkit-${name}-targets NAMESPACE pmrkit::
     FILE pmrkit-${name}-targets.cmake DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/pmrkit)
+  if(NOT ARG_DESCRIPTION)
+    set(ARG_DESCRIPTION "pmrkit's ${name} adapter")
+  endif()
+  pmrkit_install_pkg_config(${target} NAME pmrkit-${name} DESCRIPTION "${ARG_DESCRIPTION}"
+    REQUIRES ${pc_requires} THIRD_PARTY ${ARG_THIRD_PARTY})
+
+  # What pmrkitConfig.cmake must find before it loads this component's targets.
+  string(CONCAT entry
+    "set(pmrkit_${name}_needs_components \"${ARG_COMPONENTS}\")\n"
+    "set(pmrkit_${name}_needs_third_party \"${ARG_THIRD_PARTY}\")\n")
+  set_property(GLOBAL APPEND_STRING PROPERTY PMRKIT_COMPONENT_TABLE "${entry}")
 endfunction()
