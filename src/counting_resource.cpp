@@ -7,8 +7,11 @@ namespace pmrkit {
 void* counting_resource::do_allocate(std::size_t bytes, std::size_t alignment) {
   void* p = wrapped_->allocate(bytes, alignment);  // count only what succeeded
   allocations_.fetch_add(1, std::memory_order_relaxed);
-  bytes_allocated_.fetch_add(bytes, std::memory_order_relaxed);
   const std::uint64_t in_use = bytes_in_use_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  // bytes_in_use first, then bytes_allocated with release: a reset_totals() that sees this
+  // allocation in bytes_allocated (acquire) also sees it in bytes_in_use, so it never cuts the
+  // total below what is in use.
+  bytes_allocated_.fetch_add(bytes, std::memory_order_release);
   std::uint64_t peak = peak_bytes_in_use_.load(std::memory_order_relaxed);
   while (in_use > peak &&
          !peak_bytes_in_use_.compare_exchange_weak(peak, in_use, std::memory_order_relaxed)) {
@@ -42,7 +45,7 @@ void counting_resource::reset_totals() noexcept {
   const auto freed = deallocations_.load(std::memory_order_acquire);
   deallocations_.fetch_sub(freed, std::memory_order_relaxed);
   allocations_.fetch_sub(freed, std::memory_order_relaxed);
-  const auto total = bytes_allocated_.load(std::memory_order_relaxed);
+  const auto total = bytes_allocated_.load(std::memory_order_acquire);
   const auto in_use = bytes_in_use_.load(std::memory_order_relaxed);
   if (total > in_use) bytes_allocated_.fetch_sub(total - in_use, std::memory_order_relaxed);
   peak_bytes_in_use_.store(in_use, std::memory_order_relaxed);
