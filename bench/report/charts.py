@@ -11,8 +11,10 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only; never needs a display
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib import ticker  # noqa: E402
 
 import analysis  # noqa: E402
+import metrics as m  # noqa: E402
 
 VARIANT_COLORS = {"fresh": "#4c72b0", "pooled": "#dd8452", "": "#4c72b0"}
 REFERENCE_COLOR = "#2a9d3a"
@@ -117,11 +119,15 @@ def memory_chart(table: analysis.Table, path: str) -> str | None:
     if len(rows) < 2:
         return None
     front = {id(r) for r in analysis.verdict(table).pareto}
-    t_scale, t_unit = _time_scale([r.median("ns_per_op") for r in rows])
-    b_scale, b_unit = _bytes_scale([r.median("peak_held_bytes") for r in rows])
+    # Plotted in one unit each, so a linear axis gets round ticks (2KiB, 4KiB, ...).
+    b_scale, _ = _bytes_scale([r.median("peak_held_bytes") for r in rows])
+    t_scale, _ = _time_scale([r.median("ns_per_op") for r in rows])
+
+    def point(row: analysis.AnalyzedRow) -> tuple[float, float]:
+        return row.median("peak_held_bytes") / b_scale, row.median("ns_per_op") / t_scale
     fig, ax = plt.subplots(figsize=(11, 6.5))
     for row in rows:
-        x, y = row.median("peak_held_bytes") / b_scale, row.median("ns_per_op") / t_scale
+        x, y = point(row)
         color = ROLE_COLORS.get(row.role, "#888")
         on_front = id(row) in front
         ax.scatter([x], [y], s=70 if on_front else 40, marker="D" if on_front else "o",
@@ -130,16 +136,21 @@ def memory_chart(table: analysis.Table, path: str) -> str | None:
         ax.annotate(row.label, (x, y), xytext=(5, 4), textcoords="offset points",
                     fontsize=8 if on_front else 7, color="#111" if on_front else color,
                     fontweight="bold" if on_front else "normal")
-    front_rows = sorted((r for r in rows if id(r) in front),
-                        key=lambda r: r.median("peak_held_bytes"))
-    if len(front_rows) > 1:
-        ax.step([r.median("peak_held_bytes") / b_scale for r in front_rows],
-                [r.median("ns_per_op") / t_scale for r in front_rows], where="post",
-                color=PARETO_COLOR, alpha=0.5, linewidth=1, zorder=2)
-    log_x = _log_if_wide(ax.set_xscale, [r.median("peak_held_bytes") for r in rows])
-    log_y = _log_if_wide(ax.set_yscale, [r.median("ns_per_op") for r in rows])
-    ax.set_xlabel(f"peak held ({b_unit}{', log scale' if log_x else ''}), lower is better")
-    ax.set_ylabel(f"time/op ({t_unit}{', log scale' if log_y else ''}), lower is better")
+    front_points = sorted(point(r) for r in rows if id(r) in front)
+    if len(front_points) > 1:  # the staircase that bounds what the front dominates
+        ax.step(*zip(*front_points), where="post", color=PARETO_COLOR, alpha=0.5, linewidth=1,
+                zorder=2)
+    log_x = _log_if_wide(ax.set_xscale, [point(r)[0] for r in rows])
+    log_y = _log_if_wide(ax.set_yscale, [point(r)[1] for r in rows])
+    if log_x:  # powers of two read as byte sizes: 64B, 128B, ... 1KiB
+        ax.xaxis.set_major_locator(ticker.LogLocator(base=2, numticks=12))
+    for axis, formatter, scale in ((ax.xaxis, m.format_bytes, b_scale),
+                                   (ax.yaxis, m.format_time, t_scale)):
+        axis.set_major_formatter(ticker.FuncFormatter(
+            lambda v, _, f=formatter, k=scale: f(v * k)))
+        axis.set_minor_formatter(ticker.NullFormatter())
+    ax.set_xlabel(f"peak held{' (log scale)' if log_x else ''}, lower is better")
+    ax.set_ylabel(f"time/op{' (log scale)' if log_y else ''}, lower is better")
     ax.scatter([], [], marker="D", s=60, color=PARETO_COLOR,
                label="Pareto front: no other row is both faster and holds less")
     ax.scatter([], [], marker="o", s=40, facecolors="none", edgecolors=ROLE_COLORS["strategy"],
