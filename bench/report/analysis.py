@@ -46,14 +46,16 @@ class AnalyzedRow:
 class Pick:
     """The best rows by one metric (lower is better): one winner, or the rows tied for it.
 
-    rows[0] has the lowest median. Another row is tied with it when the U test over their
-    repetitions finds no difference (p >= ALPHA, or too few runs to test) or when their
-    medians are within the metric's tolerance; a single row is named only when every other
-    row differs from it, and so from the runner-up (the next lowest median)."""
+    rows[0] has the lowest median. Another row is tied with it when their medians are within
+    the metric's tolerance, or when the U test over their repetitions finds no difference
+    (p >= ALPHA, or too few runs to test) — unless both rows measured the same value in every
+    run (a counter such as B/op), which needs no test. A single row is named only when every
+    other row differs from it, and so from the runner-up (the next lowest median)."""
     metric: str
     rows: list[AnalyzedRow]
     runner_up: AnalyzedRow | None
     p: float | None  # the U test of rows[0] against the runner-up; None: too few runs, or alone
+    exact: bool = False  # rows[0] and the runner-up measured one value each, in every run
 
     @property
     def leader(self) -> AnalyzedRow:
@@ -269,15 +271,22 @@ def pick(rows: list[AnalyzedRow], metric: str) -> Pick | None:
         return None
     leader = candidates[0]
 
+    def constant(row: AnalyzedRow) -> bool:
+        values = row.values(metric)
+        return bool(values) and min(values) == max(values)
+
     def tied(other: AnalyzedRow) -> bool:
         if _within_tolerance(metric, leader.median(metric), other.median(metric)):
             return True
+        if constant(leader) and constant(other):
+            return False  # the same in every run on both sides: no noise to test against
         p = stats.u_test(leader.values(metric), other.values(metric))
         return p is None or p >= stats.ALPHA
     runner_up = candidates[1] if len(candidates) > 1 else None
     p = stats.u_test(leader.values(metric), runner_up.values(metric)) if runner_up else None
     return Pick(metric=metric, rows=[leader] + [r for r in candidates[1:] if tied(r)],
-                runner_up=runner_up, p=p)
+                runner_up=runner_up, p=p,
+                exact=bool(runner_up) and constant(leader) and constant(runner_up))
 
 
 def noisy_reference(table: Table) -> NoisyReference | None:

@@ -164,8 +164,14 @@ def _pick_line(title: str, pick: analysis.Pick, value: str,
                else f"U test p ≥ {stats.ALPHA}")
         return (f"{title}: no single row; tied ({why}, {_runs(pick.rows, pick.metric)}): "
                 f"{_names(pick.rows)}; lowest median {leader.label} at {value}")
-    against = (f" (p={pick.p:.3f} against the runner-up {pick.runner_up.label}, "
-               f"{_runs([leader, pick.runner_up], pick.metric)})" if pick.runner_up else "")
+    if pick.runner_up is None:
+        against = ""
+    elif pick.exact:
+        against = (f" (runner-up {pick.runner_up.label}; both the same in every run, "
+                   f"{_runs([leader, pick.runner_up], pick.metric)})")
+    else:
+        against = (f" (p={pick.p:.3f} against the runner-up {pick.runner_up.label}, "
+                   f"{_runs([leader, pick.runner_up], pick.metric)})")
     return f"{title}: {leader.label} at {value}{against}{_from_limit(leader, reference)}"
 
 
@@ -216,9 +222,10 @@ def note_lines(table: analysis.Table, v: analysis.Verdict | None = None) -> list
             results.strategy_base(r.key.strategy)] for r in v.excluded})
         notes.append(f"note: {_names(v.excluded)} left out of the verdicts "
                      f"({'; '.join(reasons)})")
-    if any(r.role == "preload" for r in table.rows):
-        notes.append("note: preload rows run the malloc strategy with the process allocator "
-                     "replaced by LD_PRELOAD")
+    preloaded = sorted({r.key.strategy for r in table.rows if r.role == "preload"})
+    if preloaded:
+        notes.append(f"note: preload rows run the {', '.join(preloaded)} strategy with the "
+                     "process allocator replaced by LD_PRELOAD")
     methods: dict[str, list[str]] = {}
     for row in table.rows:
         if row.held_method and row.median("peak_held_bytes") is not None:

@@ -239,7 +239,8 @@ class RunTables(unittest.TestCase):
                          r"against the runner-up size_class/pooled, 5 runs each\), 0\.\d\dx "
                          r"the time of limit$")
         self.assertEqual(lines[1], "leanest: size_class/fresh at 847B peak held, 1.21x live "
-                                   "(p=0.004 against the runner-up malloc/fresh, 5 runs each)")
+                                   "(runner-up malloc/fresh; both the same in every run, 5 runs "
+                                   "each)")
         # Every pooled row has the same 14 B/op: a tie, and the verdict says so.
         self.assertTrue(lines[2].startswith("fewest heap B/op: no single row; tied"), lines)
         self.assertEqual(lines[3], "time vs peak held, no row beats these in both: "
@@ -411,6 +412,22 @@ class TieVerdicts(unittest.TestCase):
                                 "AllocPairs/a": [10, 10.1]})
         self.assertIn("tied (too few runs to tell them apart, 2 runs each)",
                       tables.verdict_lines(table)[0])
+
+    def test_counters_the_same_in_every_run_need_no_test(self):
+        # 3 runs cannot reach p < 0.05, but B/op the same in every run is not noise.
+        table = analyzed_table({
+            "InsertSingle/new_delete/fresh": ([20, 21, 22], {"bytes_per_op": 700}),
+            "InsertSingle/a/pooled": ([10, 11, 12], {"bytes_per_op": 0}),
+            "InsertSingle/b/pooled": ([10, 11, 12], {"bytes_per_op": 128})})
+        line = next(l for l in tables.verdict_lines(table) if l.startswith("fewest"))
+        self.assertEqual(line, "fewest heap B/op: a/pooled at 0B/op (runner-up b/pooled; both "
+                               "the same in every run, 3 runs each)")
+
+    def test_preload_note_names_the_strategy_that_ran(self):
+        table = analyzed_table({"InsertSingle/new_delete/fresh": [20, 21, 22],
+                                "InsertSingle/new_delete/fresh [preload=tcmalloc]": [15, 16, 17]})
+        self.assertIn("note: preload rows run the new_delete strategy with the process "
+                      "allocator replaced by LD_PRELOAD", tables.verdict_lines(table))
 
     def test_checked_is_never_crowned(self):
         doc = load_fixture()
