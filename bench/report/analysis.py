@@ -5,6 +5,12 @@ row of its table — ``new_delete/fresh`` for workloads, ``new_delete`` for the 
 and timed against the reference row: ``limit`` (the workload with no allocation at all) or,
 for the patterns, ``bare_list``. In a comparison of two runs, every row of NEW is compared with
 the same row of OLD.
+
+The verdict (verdict()) names the fastest and the leanest (peak held) strategy row only when
+the U test separates it from the others, else the tied group (Pick); leaves the debugging
+strategy ``checked`` and the bench-only wrappers out; flags a reference row noisier than the
+rows it judges; and finds the rows no other row beats in both time and peak held (the Pareto
+front the memory chart marks).
 """
 
 from __future__ import annotations
