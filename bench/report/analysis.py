@@ -278,8 +278,8 @@ def pick(rows: list[AnalyzedRow], metric: str) -> Pick | None:
     leader = candidates[0]
 
     def constant(row: AnalyzedRow) -> bool:
-        values = row.values(metric)
-        return bool(values) and min(values) == max(values)
+        values = row.values(metric)  # one run says nothing about the next
+        return len(values) > 1 and min(values) == max(values)
 
     def tied(other: AnalyzedRow) -> bool:
         if _within_tolerance(metric, leader.median(metric), other.median(metric)):

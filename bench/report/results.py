@@ -52,7 +52,10 @@ METRICS = ("ns_per_op", "allocs_per_op", "bytes_per_op", "mb_per_s", "items_per_
 HELD_METHOD_FIELD = "pmrkit_held_method"
 _HELD_LABEL = re.compile(r"(?:^|[ ,;])held=([A-Za-z0-9_]+)")
 # Phase workloads (AllocPhases) report what was held and live at the end of each phase.
+# Google Benchmark writes counters in alphabetical order, so the phases' order is known here;
+# a phase not listed goes after these.
 _PHASE_COUNTER = re.compile(r"^phase_(.+)_(held|live)_bytes$")
+PHASE_ORDER = ("grow", "free90", "remix")
 
 
 @dataclasses.dataclass(frozen=True, order=True)
@@ -194,13 +197,14 @@ def _metrics_of(entry: dict) -> dict[str, float]:
 
 
 def phase_names(entry: dict) -> list[str]:
-    """The phases an entry reports, in the order of its counters (the phases' order)."""
+    """The phases an entry reports, in the phases' order (PHASE_ORDER, then the others)."""
     names: dict[str, None] = {}
     for field in entry:
         match = _PHASE_COUNTER.match(field)
         if match:
             names.setdefault(match.group(1), None)
-    return list(names)
+    rank = {name: i for i, name in enumerate(PHASE_ORDER)}
+    return sorted(names, key=lambda n: rank.get(n, len(rank)))
 
 
 def phase_metric(phase: str, what: str) -> str:
@@ -214,6 +218,11 @@ def held_method_of(entry: dict, context: dict, strategy: str) -> str:
     if match:
         return match.group(1)
     by_strategy = context.get(HELD_METHOD_FIELD, {})
+    if isinstance(by_strategy, str):  # Google Benchmark's context holds strings only
+        try:
+            by_strategy = json.loads(by_strategy)
+        except json.JSONDecodeError:
+            return ""
     if not isinstance(by_strategy, dict):
         return ""
     return by_strategy.get(strategy, by_strategy.get(strategy_base(strategy), ""))

@@ -116,7 +116,7 @@ def compare_grid(table: analysis.Table) -> Grid:
 def caption(table: analysis.Table) -> str:
     low, high = table.repetitions()
     interleaved = "interleaved " if table.interleaved else ""
-    runs = (f"{low} {interleaved}runs each" if low == high
+    runs = (f"{low} {interleaved}{'run' if high == 1 else 'runs'} each" if low == high
             else f"{low}-{high} {interleaved}runs each")
     if table.comparing:
         return f"{table.title} — new vs old, {runs}"
@@ -152,7 +152,8 @@ def _runs(rows: list[analysis.AnalyzedRow], metric: str) -> str:
     ns = sorted({s.n for r in rows for s in [r.summary.get(metric)] if s})
     if not ns:
         return "no runs"
-    return (f"{ns[0]}" if len(ns) == 1 else f"{ns[0]}-{ns[-1]}") + " runs each"
+    return (f"{ns[0]}" if len(ns) == 1 else f"{ns[0]}-{ns[-1]}") + (
+        " run each" if ns == [1] else " runs each")
 
 
 def _pick_line(title: str, pick: analysis.Pick, value: str,

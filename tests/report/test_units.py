@@ -309,6 +309,23 @@ class MemoryAxis(unittest.TestCase):
             {results.HELD_METHOD_FIELD: {"size_class": "upstream"}})
         self.assertEqual(table.rows[0].held_method, "upstream")
 
+    def test_held_method_map_as_google_benchmark_writes_it_a_json_string(self):
+        table = analyzed_table({"AllocPairs/malloc": ([10] * 3, {
+            "peak_held_bytes": 100, "peak_live_bytes": 80})},
+            {results.HELD_METHOD_FIELD: json.dumps({"malloc": "mallinfo2"})})
+        self.assertEqual(table.rows[0].held_method, "mallinfo2")
+
+    def test_phases_in_phase_order_whatever_the_counter_order(self):
+        # Google Benchmark writes counters alphabetically: free90, grow, remix.
+        counters = {"peak_held_bytes": 40, "peak_live_bytes": 32,
+                    "phase_free90_held_bytes": 20, "phase_free90_live_bytes": 4,
+                    "phase_grow_held_bytes": 40, "phase_grow_live_bytes": 32,
+                    "phase_remix_held_bytes": 30, "phase_remix_live_bytes": 16}
+        table = analyzed_table({"AllocPhases/size_class": ([10] * 3, counters)})
+        self.assertEqual(table.phases, ["grow", "free90", "remix"])
+        self.assertEqual(tables.phase_grid(table).rows[0][1:],
+                         ["40B", "1.25x", "20B", "5.00x", "30B", "1.88x"])
+
     def test_a_file_without_the_memory_counters_has_no_memory_columns(self):
         table = analyzed_table({"AllocPairs/new_delete": [10, 11, 12],
                                 "AllocPairs/bare_list": [5, 5.5, 6]})
@@ -428,6 +445,15 @@ class TieVerdicts(unittest.TestCase):
                                 "InsertSingle/new_delete/fresh [preload=tcmalloc]": [15, 16, 17]})
         self.assertIn("note: preload rows run the new_delete strategy with the process "
                       "allocator replaced by LD_PRELOAD", tables.verdict_lines(table))
+
+    def test_one_run_names_no_single_row(self):
+        table = analyzed_table({"AllocPairs/a": ([24.5], {"bytes_per_op": 0}),
+                                "AllocPairs/b": ([57.2], {"bytes_per_op": 64})})
+        lines = tables.verdict_lines(table)
+        self.assertTrue(lines[0].startswith("fastest: no single row; tied (too few runs to "
+                                            "tell them apart, 1 run each)"), lines)
+        self.assertTrue(lines[1].startswith("fewest heap B/op: no single row"), lines)
+        self.assertIn("1 run each", tables.caption(table))
 
     def test_checked_is_never_crowned(self):
         doc = load_fixture()
