@@ -5,11 +5,19 @@ row of its table — ``new_delete/fresh`` for workloads, ``new_delete`` for the 
 and timed against the reference row: ``limit`` (the workload with no allocation at all) or,
 for the patterns, ``bare_list``. In a comparison of two runs, every row of NEW is compared with
 the same row of OLD.
+
+The verdict (verdict()) names the fastest and the leanest (peak held) strategy row only when
+the U test separates it from the others, else the tied group (Pick); leaves the debugging
+strategy ``checked`` and the bench-only wrappers out; flags a reference row noisier than the
+rows it judges; and finds the rows no other row beats in both time and peak held (the Pareto
+front the memory chart marks).
 """
 
 from __future__ import annotations
 
 import dataclasses
+
+import numpy
 
 import metrics as m
 import results
@@ -19,11 +27,14 @@ import stats
 @dataclasses.dataclass
 class AnalyzedRow:
     key: results.RowKey
-    role: str  # "baseline", "strategy", "preload" or "reference"
+    role: str  # "baseline", "strategy", "preload", "plain" (bench-only wrapper) or "reference"
     summary: dict[str, stats.Summary | None]        # this row (NEW when comparing)
     old: dict[str, stats.Summary | None] | None     # OLD's same row when comparing
     delta: dict[str, stats.Delta | None]
     vs_reference: float | None                      # time/op divided by the reference's
+    samples: dict[str, list[float]] = dataclasses.field(default_factory=dict)
+    held_method: str = ""                           # how peak held was measured
+    phases: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def label(self) -> str:
@@ -33,14 +44,51 @@ class AnalyzedRow:
         s = self.summary.get(metric)
         return s.median if s else None
 
+    def values(self, metric: str) -> list[float]:
+        return self.samples.get(metric, [])
+
+
+@dataclasses.dataclass
+class Pick:
+    """The best rows by one metric (lower is better): one winner, or the rows tied for it.
+
+    rows[0] has the lowest median. Another row is tied with it when their medians are within
+    the metric's tolerance, or when the U test over their repetitions finds no difference
+    (p >= ALPHA, or too few runs to test) — unless both rows measured the same value in every
+    run (a counter such as B/op), which needs no test. A single row is named only when every
+    other row differs from it, and so from the runner-up (the next lowest median)."""
+    metric: str
+    rows: list[AnalyzedRow]
+    runner_up: AnalyzedRow | None
+    p: float | None  # the U test of rows[0] against the runner-up; None: too few runs, or alone
+    exact: bool = False  # rows[0] and the runner-up measured one value each, in every run
+
+    @property
+    def leader(self) -> AnalyzedRow:
+        return self.rows[0]
+
+    @property
+    def winner(self) -> AnalyzedRow | None:
+        return self.rows[0] if len(self.rows) == 1 else None
+
+
+@dataclasses.dataclass
+class NoisyReference:
+    """The reference row's spread against the median spread of the rows it judges."""
+    reference_spread: float
+    rows_spread: float
+
 
 @dataclasses.dataclass
 class Verdict:
-    fastest: AnalyzedRow | None
-    leanest: AnalyzedRow | None
-    leanest_ties: int               # other rows within LEAN_TOLERANCE of the lowest B/op
-    best_preload: AnalyzedRow | None
+    fastest: Pick | None
+    leanest: Pick | None        # by peak held (None when the bench did not report it)
+    fewest_bytes: Pick | None   # by heap B/op
+    best_preload: Pick | None
     reference: AnalyzedRow | None
+    excluded: list[AnalyzedRow]  # rows of a strategy left out of every verdict (see below)
+    noisy_reference: NoisyReference | None
+    pareto: list[AnalyzedRow]   # no other row is both faster and holds less
 
 
 @dataclasses.dataclass
@@ -52,6 +100,7 @@ class Table:
     baseline: str | None    # label of the baseline row, or None (compare mode, or missing)
     reference: str | None   # label of the reference row, or None
     comparing: bool         # True: deltas are NEW vs OLD
+    interleaved: bool = False  # the rows' repetitions ran interleaved, in random order
 
     @property
     def title(self) -> str:
@@ -61,6 +110,15 @@ class Table:
     def is_pattern(self) -> bool:
         return all(r.key.is_pattern or r.key.is_reference for r in self.rows)
 
+    @property
+    def phases(self) -> list[str]:
+        """The phases the rows report (AllocPhases), in order."""
+        seen: dict[str, None] = {}
+        for row in self.rows:
+            for phase in row.phases:
+                seen.setdefault(phase, None)
+        return list(seen)
+
     def repetitions(self) -> tuple[int, int]:
         ns = [s.n for r in self.rows for s in [r.summary.get("ns_per_op")] if s]
         return (min(ns), max(ns)) if ns else (0, 0)
@@ -69,6 +127,8 @@ class Table:
 def _role(key: results.RowKey) -> str:
     if key.is_reference:
         return "reference"
+    if key.is_plain_wrapper:
+        return "plain"
     if key.preload:
         return "preload"
     if key.strategy == results.BASELINE_STRATEGY and key.variant in ("", results.BASELINE_VARIANT):
@@ -76,11 +136,25 @@ def _role(key: results.RowKey) -> str:
     return "strategy"
 
 
-# B/op values this close count as equally lean (amortised pool refills make "0" read 0.0003).
+# Byte figures this close count as equally lean (amortised pool refills make "0" read 0.0003;
+# a resident-set figure moves by pages).
 LEAN_TOLERANCE_BYTES = 1.0
 LEAN_TOLERANCE_FRACTION = 0.01
 
-_ROLE_ORDER = {"baseline": 0, "strategy": 1, "preload": 2, "reference": 3}
+# Strategies that never enter a verdict or the Pareto front, with the reason the report gives:
+# a user would not pick them for speed or memory, whatever one noisy run says.
+EXCLUDED_FROM_VERDICTS = {"checked": "a debugging strategy"}
+
+# A reference row is called noisy when its spread (half the IQR over the median) is above
+# both this floor and NOISY_REFERENCE_FACTOR times the median spread of the rows it judges:
+# its "vs" ratios then move with the noise rather than with the rows.
+NOISY_REFERENCE_FLOOR = 0.05
+NOISY_REFERENCE_FACTOR = 2.0
+
+# In the context of a run whose rows' repetitions ran interleaved (runner.schedule).
+INTERLEAVED_FIELD = "pmrkit_interleaved"
+
+_ROLE_ORDER = {"baseline": 0, "strategy": 1, "preload": 2, "plain": 3, "reference": 4}
 _VARIANT_ORDER = {"fresh": 0, "pooled": 1}
 
 
@@ -107,7 +181,8 @@ def _metrics_present(rows) -> list[m.Metric]:
 def _summaries(row: results.Row | None) -> dict[str, stats.Summary | None]:
     if row is None:
         return {}
-    return {metric: stats.summarize(row.values(metric)) for metric in results.METRICS}
+    keys = list(results.METRICS) + [k for k in row.samples if k not in results.METRICS]
+    return {metric: stats.summarize(row.values(metric)) for metric in keys}
 
 
 def _deltas(old: results.Row | None, new: results.Row | None, metrics_shown) -> dict:
@@ -141,12 +216,14 @@ def analyze_run(result_set: results.ResultSet) -> list[Table]:
                 key=row.key, role=_role(row.key), summary=_summaries(row), old=None,
                 delta=_deltas(baseline, row, shown) if row is not baseline else
                 {metric.key: None for metric in shown},
-                vs_reference=stats.ratio(_median(row, "ns_per_op"), reference_time))
+                vs_reference=stats.ratio(_median(row, "ns_per_op"), reference_time),
+                samples=row.samples, held_method=row.held_method, phases=row.phases)
             for row in rows]
         tables.append(Table(workload=workload, threads=threads, metrics=shown, rows=analyzed,
                             baseline=baseline.key.label if baseline else None,
                             reference=reference.key.label if reference else None,
-                            comparing=False))
+                            comparing=False,
+                            interleaved=bool(result_set.context.get(INTERLEAVED_FIELD))))
     return tables
 
 
@@ -163,36 +240,102 @@ def analyze_compare(old: results.ResultSet, new: results.ResultSet) -> list[Tabl
         shown = _metrics_present(union)
         reference_key = next((r.key for r in union if r.key.is_reference), None)
         reference_time = _median(new_rows.get(reference_key), "ns_per_op")
-        analyzed = [
-            AnalyzedRow(
-                key=row.key, role=_role(row.key), summary=_summaries(new_rows.get(row.key)),
+        analyzed = []
+        for row in union:
+            new_row = new_rows.get(row.key)
+            analyzed.append(AnalyzedRow(
+                key=row.key, role=_role(row.key), summary=_summaries(new_row),
                 old=_summaries(old_rows.get(row.key)),
-                delta=_deltas(old_rows.get(row.key), new_rows.get(row.key), shown),
-                vs_reference=stats.ratio(_median(new_rows.get(row.key), "ns_per_op"),
-                                         reference_time))
-            for row in union]
+                delta=_deltas(old_rows.get(row.key), new_row, shown),
+                vs_reference=stats.ratio(_median(new_row, "ns_per_op"), reference_time),
+                samples=new_row.samples if new_row else {},
+                held_method=new_row.held_method if new_row else "",
+                phases=new_row.phases if new_row else []))
         tables.append(Table(workload=table_key[0], threads=table_key[1], metrics=shown,
                             rows=analyzed, baseline=None,
                             reference=reference_key.label if reference_key else None,
-                            comparing=True))
+                            comparing=True,
+                            interleaved=bool(new.context.get(INTERLEAVED_FIELD))))
     return tables
 
 
-def verdict(table: Table) -> Verdict:
-    """The fastest and the leanest strategy rows (preload rows are reported on their own)."""
-    candidates = [r for r in table.rows if r.role in ("baseline", "strategy")
-                  and r.median("ns_per_op") is not None]
+def is_excluded(row: AnalyzedRow) -> bool:
+    return results.strategy_base(row.key.strategy) in EXCLUDED_FROM_VERDICTS
+
+
+def _within_tolerance(metric: str, lowest: float, value: float) -> bool:
+    if metric not in ("bytes_per_op", "peak_held_bytes"):
+        return value == lowest
+    return value < lowest + max(LEAN_TOLERANCE_BYTES, abs(lowest) * LEAN_TOLERANCE_FRACTION)
+
+
+def pick(rows: list[AnalyzedRow], metric: str) -> Pick | None:
+    """The row with the lowest median of `metric`, or the rows tied for it (see Pick)."""
+    candidates = sorted((r for r in rows if r.median(metric) is not None),
+                        key=lambda r: r.median(metric))
+    if not candidates:
+        return None
+    leader = candidates[0]
+
+    def constant(row: AnalyzedRow) -> bool:
+        values = row.values(metric)  # one run says nothing about the next
+        return len(values) > 1 and min(values) == max(values)
+
+    def tied(other: AnalyzedRow) -> bool:
+        if _within_tolerance(metric, leader.median(metric), other.median(metric)):
+            return True
+        if constant(leader) and constant(other):
+            return False  # the same in every run on both sides: no noise to test against
+        p = stats.u_test(leader.values(metric), other.values(metric))
+        return p is None or p >= stats.ALPHA
+    runner_up = candidates[1] if len(candidates) > 1 else None
+    p = stats.u_test(leader.values(metric), runner_up.values(metric)) if runner_up else None
+    return Pick(metric=metric, rows=[leader] + [r for r in candidates[1:] if tied(r)],
+                runner_up=runner_up, p=p,
+                exact=bool(runner_up) and constant(leader) and constant(runner_up))
+
+
+def noisy_reference(table: Table) -> NoisyReference | None:
+    """The reference's spread when it is noisier than the rows it judges, else None."""
     reference = next((r for r in table.rows if r.role == "reference"), None)
-    fastest = min(candidates, key=lambda r: r.median("ns_per_op"), default=None)
-    with_bytes = [r for r in candidates if r.median("bytes_per_op") is not None]
-    leanest, ties = None, 0
-    if with_bytes:
-        least = min(r.median("bytes_per_op") for r in with_bytes)
-        bound = least + max(LEAN_TOLERANCE_BYTES, least * LEAN_TOLERANCE_FRACTION)
-        lean = [r for r in with_bytes if r.median("bytes_per_op") < bound]
-        leanest = min(lean, key=lambda r: r.median("ns_per_op"))
-        ties = len(lean) - 1
-    preloads = [r for r in table.rows if r.role == "preload" and r.median("ns_per_op") is not None]
-    best_preload = min(preloads, key=lambda r: r.median("ns_per_op"), default=None)
-    return Verdict(fastest=fastest, leanest=leanest, leanest_ties=ties,
-                   best_preload=best_preload, reference=reference)
+    ref_time = reference.summary.get("ns_per_op") if reference else None
+    judged = [s.spread for r in table.rows if r.role != "reference"
+              for s in [r.summary.get("ns_per_op")] if s and s.n > 1]
+    if ref_time is None or ref_time.n < 2 or not judged:
+        return None
+    rows_spread = float(numpy.median(judged))
+    if ref_time.spread > max(NOISY_REFERENCE_FLOOR, NOISY_REFERENCE_FACTOR * rows_spread):
+        return NoisyReference(reference_spread=ref_time.spread, rows_spread=rows_spread)
+    return None
+
+
+def pareto_front(rows: list[AnalyzedRow], x: str = "peak_held_bytes",
+                 y: str = "ns_per_op") -> list[AnalyzedRow]:
+    """The rows no other row beats in both x and y (at least as good in both, better in one)."""
+    points = [r for r in rows if r.median(x) is not None and r.median(y) is not None]
+
+    def beats(a: AnalyzedRow, b: AnalyzedRow) -> bool:
+        ax, ay, bx, by = a.median(x), a.median(y), b.median(x), b.median(y)
+        return ax <= bx and ay <= by and (ax < bx or ay < by)
+    return [r for r in points if not any(beats(other, r) for other in points if other is not r)]
+
+
+def verdict_rows(table: Table) -> list[AnalyzedRow]:
+    """The rows a verdict may name: strategies (the baseline included), not the debugging ones,
+    not the bench-only wrappers, not the reference; preload rows are judged on their own."""
+    return [r for r in table.rows if r.role in ("baseline", "strategy") and not is_excluded(r)]
+
+
+def verdict(table: Table) -> Verdict:
+    """The fastest and the leanest strategy rows, or the rows tied for it."""
+    candidates = verdict_rows(table)
+    preloads = [r for r in table.rows if r.role == "preload"]
+    return Verdict(
+        fastest=pick(candidates, "ns_per_op"),
+        leanest=pick(candidates, "peak_held_bytes"),
+        fewest_bytes=pick(candidates, "bytes_per_op"),
+        best_preload=pick(preloads, "ns_per_op"),
+        reference=next((r for r in table.rows if r.role == "reference"), None),
+        excluded=[r for r in table.rows if is_excluded(r)],
+        noisy_reference=noisy_reference(table),
+        pareto=pareto_front(candidates + preloads))

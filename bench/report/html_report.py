@@ -21,7 +21,10 @@ table.results th, table.results td { padding: 3px 8px; border-bottom: 1px solid 
 table.results th { background: #f3f3f3; text-align: left; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 tr.baseline td { font-weight: bold; } tr.reference td { font-style: italic; color: #2a6d3a; }
-tr.preload td:first-child { color: #6a4c93; }
+tr.preload td:first-child { color: #6a4c93; } tr.plain td { color: #777; }
+.note { margin: 0.2em 0 0.2em 1em; color: #555; font-size: 0.9em; }
+.note.warn { color: #8a4b00; background: #fff7e6; padding: 2px 6px; }
+h3 { font-size: 1em; margin: 1em 0 0.2em 0; }
 td.better { color: #1a7f37; } td.worse { color: #b42318; } td.same { color: #888; }
 .caption { color: #555; } .verdict { margin: 0.4em 0 0.4em 1em; }
 img.chart { max-width: 100%; border: 1px solid #eee; margin: 0.5em 0; }
@@ -79,7 +82,12 @@ def write(path: str, title: str, tables: list[analysis.Table], chart_paths: dict
                  "(against OLD when comparing two runs); <b>~</b> means a two-sided "
                  "Mann&ndash;Whitney U test over the repetitions found no difference "
                  "(p &ge; 0.05) or had too few samples. &ldquo;vs limit&rdquo; is time/op "
-                 "divided by the reference row's (the workload without allocation).</p>")
+                 "divided by the reference row's (the workload without allocation). "
+                 "<b>peak held</b> is the most memory a row's strategy held at once, "
+                 "<b>held/live</b> that over the most bytes the workload had live (1.0x is "
+                 "the floor); each table says how held was measured. A verdict names one "
+                 "row only when the U test separates it from the runner-up, and otherwise "
+                 "the tied rows; <b>&mdash;</b> marks a figure a row lacks.</p>")
     toc = "".join(f'<li><a href="#{charts.slug(t.title)}">{html.escape(t.title)}</a></li>'
                   for t in tables)
     parts.append(f"<ul>{toc}</ul>")
@@ -88,11 +96,24 @@ def write(path: str, title: str, tables: list[analysis.Table], chart_paths: dict
         parts.append(f'<h2 id="{charts.slug(table.title)}">{html.escape(table.title)}</h2>')
         parts.append(f'<div class="caption">{html.escape(text_tables.caption(table))}</div>')
         parts.append(table_html(text_tables.grid(table)))
-        parts += [f'<div class="verdict">{html.escape(line)}</div>'
-                  for line in text_tables.verdict_lines(table)]
+        for line in text_tables.verdict_lines(table):
+            if line.startswith("note: the reference"):
+                parts.append(f'<div class="note warn">{html.escape(line)}</div>')
+            elif line.startswith("note:") or line.startswith("peak held measured"):
+                parts.append(f'<div class="note">{html.escape(line)}</div>')
+            else:
+                parts.append(f'<div class="verdict">{html.escape(line)}</div>')
+        phases = None if table.comparing else text_tables.phase_grid(table)
+        if phases:
+            parts.append("<h3>Held and held/live at the end of each phase (medians)</h3>")
+            parts.append(table_html(phases))
         chart = chart_paths.get(table.title)
         if chart and os.path.exists(chart):
             parts.append(_img(chart, f"{table.title}: time/op and B/op per strategy"))
+        memory = chart_paths.get(charts.memory_key(table.title))
+        if memory and os.path.exists(memory):
+            parts.append(_img(memory, f"{table.title}: time/op against peak held, "
+                                      "Pareto front marked"))
         scaling = chart_paths.get(charts.scaling_key(table.workload))
         if scaling and table.workload not in scaling_done and os.path.exists(scaling):
             scaling_done.add(table.workload)

@@ -32,6 +32,13 @@ def format_rate(r: float) -> str:
     return f"{r:.4g}"
 
 
+def format_times(r: float) -> str:
+    """A ratio such as held/live: 1.21x."""
+    if r < 10:
+        return f"{r:.2f}x"
+    return f"{r:.1f}x" if r < 100 else f"{r:.0f}x"
+
+
 @dataclasses.dataclass(frozen=True)
 class Metric:
     key: str          # as in results.METRICS
@@ -40,13 +47,24 @@ class Metric:
     format: Callable[[float], str]
     show_spread: bool  # timings vary run to run; counters do not
     lower_is_better: bool = True
+    # A "vs base" column in a run's table. The memory figures have none: held/live already
+    # says how far a row is from the floor, and the table stays readable on a terminal.
+    delta_in_run: bool = True
 
 
 TIME = Metric("ns_per_op", "time/op", "ns_per_op", format_time, True)
 ALLOCS = Metric("allocs_per_op", "allocs/op", "allocs_per_op", format_count, False)
 BYTES = Metric("bytes_per_op", "B/op", "bytes_per_op", format_bytes, False)
 THROUGHPUT = Metric("mb_per_s", "MB/s", "mb_per_s", format_rate, True, lower_is_better=False)
+PEAK_HELD = Metric("peak_held_bytes", "peak held", "peak_held_bytes", format_bytes, False,
+                   delta_in_run=False)
+PEAK_LIVE = Metric("peak_live_bytes", "peak live", "peak_live_bytes", format_bytes, False,
+                   delta_in_run=False)
+HELD_OVER_LIVE = Metric("held_over_live", "held/live", "held_over_live", format_times, False,
+                        delta_in_run=False)
 
-# In table order. MB/s is shown only for workloads that process bytes.
-TABLE_METRICS = (TIME, ALLOCS, BYTES, THROUGHPUT)
-OPTIONAL_METRICS = (THROUGHPUT,)
+# In table order. MB/s is shown only for workloads that process bytes, the memory figures only
+# when the bench reported them (a results.json from before they existed has none).
+TABLE_METRICS = (TIME, ALLOCS, BYTES, PEAK_HELD, HELD_OVER_LIVE, THROUGHPUT)
+OPTIONAL_METRICS = (PEAK_HELD, HELD_OVER_LIVE, THROUGHPUT)
+MEMORY_METRICS = (PEAK_HELD, PEAK_LIVE, HELD_OVER_LIVE)

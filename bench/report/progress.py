@@ -62,4 +62,4 @@ class Progress:
 
     def close(self) -> None:
         elapsed = format_duration(time.monotonic() - self.started)
-        self.note(f"ran {self.done} of {self.total} benchmarks in {elapsed}")
+        self.note(f"ran {self.done} of {self.total} benchmark runs in {elapsed}")

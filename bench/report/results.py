@@ -25,6 +25,12 @@ from typing import Iterable
 STRATEGIES_FIELD = "pmrkit_strategies"
 BASELINE_STRATEGY = "new_delete"
 REFERENCE_STRATEGY = "bare_list"  # the Alloc* patterns' "no allocator at all" row
+# The preload rows replace the process allocator, so they run the strategy that calls it the
+# way a program without pmr does (std::malloc); a binary without it falls back to the baseline.
+PRELOAD_STRATEGY = "malloc"
+# Bench-only rows that are neither a strategy a user can pick nor the table's reference: the
+# plainest wrapper over a library, shown next to pmrkit's strategy over the same library.
+PLAIN_WRAPPERS = ("mimalloc_plain",)
 VARIANTS = ("fresh", "pooled", "limit")
 BASELINE_VARIANT = "fresh"
 LIMIT_VARIANT = "limit"
@@ -38,7 +44,18 @@ PRELOAD_FIELD = "pmrkit_preload"
 _TIME_UNIT_TO_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 
 # The metrics a row carries, by the key used everywhere else (tables, CSV, charts).
-METRICS = ("ns_per_op", "allocs_per_op", "bytes_per_op", "mb_per_s", "items_per_s")
+# held_over_live is computed per repetition from the two counters before it.
+METRICS = ("ns_per_op", "allocs_per_op", "bytes_per_op", "mb_per_s", "items_per_s",
+           "peak_held_bytes", "peak_live_bytes", "held_over_live")
+# How the bench measured peak_held_bytes: per row in the benchmark's label ("held=rss"), per
+# strategy in the context ({"malloc": "mallinfo2", ...}).
+HELD_METHOD_FIELD = "pmrkit_held_method"
+_HELD_LABEL = re.compile(r"(?:^|[ ,;])held=([A-Za-z0-9_]+)")
+# Phase workloads (AllocPhases) report what was held and live at the end of each phase.
+# Google Benchmark writes counters in alphabetical order, so the phases' order is known here;
+# a phase not listed goes after these.
+_PHASE_COUNTER = re.compile(r"^phase_(.+)_(held|live)_bytes$")
+PHASE_ORDER = ("grow", "free90", "remix")
 
 
 @dataclasses.dataclass(frozen=True, order=True)
@@ -57,6 +74,10 @@ class RowKey:
     @property
     def is_reference(self) -> bool:
         return self.variant == LIMIT_VARIANT or self.strategy == REFERENCE_STRATEGY
+
+    @property
+    def is_plain_wrapper(self) -> bool:
+        return self.strategy in PLAIN_WRAPPERS
 
     @property
     def label(self) -> str:
@@ -82,6 +103,8 @@ class Row:
     key: RowKey
     name: str  # the benchmark's run name as Google Benchmark wrote it (without the tag)
     samples: dict[str, list[float]] = dataclasses.field(default_factory=dict)
+    held_method: str = ""  # how peak_held_bytes was measured ("upstream", "rss", ...), "" unknown
+    phases: list[str] = dataclasses.field(default_factory=list)  # phase names, in order
 
     def values(self, metric: str) -> list[float]:
         return self.samples.get(metric, [])
@@ -105,9 +128,14 @@ class ResultSet:
         return grouped
 
     def strategies(self) -> list[str]:
+        """The strategies, in the binary's order where the context records it (a run's rows
+        are interleaved in random order), else in order of first appearance."""
         seen: dict[str, None] = {}
+        for name in self.context.get(STRATEGIES_FIELD, ()):
+            if any(key.strategy == name for key in self.rows):
+                seen.setdefault(name, None)
         for key in self.rows:
-            if key.strategy and not key.is_reference:
+            if key.strategy and not key.is_reference and not key.is_plain_wrapper:
                 seen.setdefault(key.strategy, None)
         return list(seen)
 
@@ -119,7 +147,7 @@ def strategy_base(element: str) -> str:
 
 def parse_name(name: str, known: Iterable[str] = (), preload: str = "") -> RowKey:
     """Splits a benchmark run name into its RowKey (see the module comment)."""
-    known = set(known) | {REFERENCE_STRATEGY}
+    known = set(known) | {REFERENCE_STRATEGY, *PLAIN_WRAPPERS}
     tag = _PRELOAD_SUFFIX.search(name)
     if tag:
         preload = preload or tag.group(1)
@@ -153,14 +181,51 @@ def _metrics_of(entry: dict) -> dict[str, float]:
     scale = _TIME_UNIT_TO_NS.get(entry.get("time_unit", "ns"), 1.0)
     if "real_time" in entry:
         out["ns_per_op"] = float(entry["real_time"]) * scale
-    for counter in ("allocs_per_op", "bytes_per_op"):
+    for counter in ("allocs_per_op", "bytes_per_op", "peak_held_bytes", "peak_live_bytes"):
         if counter in entry:
             out[counter] = float(entry[counter])
+    if out.get("peak_held_bytes") is not None and out.get("peak_live_bytes"):
+        out["held_over_live"] = out["peak_held_bytes"] / out["peak_live_bytes"]
+    for field, value in entry.items():
+        if _PHASE_COUNTER.match(field):
+            out[field] = float(value)
     if "bytes_per_second" in entry:
         out["mb_per_s"] = float(entry["bytes_per_second"]) / 1e6
     if "items_per_second" in entry:
         out["items_per_s"] = float(entry["items_per_second"])
     return out
+
+
+def phase_names(entry: dict) -> list[str]:
+    """The phases an entry reports, in the phases' order (PHASE_ORDER, then the others)."""
+    names: dict[str, None] = {}
+    for field in entry:
+        match = _PHASE_COUNTER.match(field)
+        if match:
+            names.setdefault(match.group(1), None)
+    rank = {name: i for i, name in enumerate(PHASE_ORDER)}
+    return sorted(names, key=lambda n: rank.get(n, len(rank)))
+
+
+def phase_metric(phase: str, what: str) -> str:
+    """The sample key of a phase figure: what is "held", "live" or "held_over_live"."""
+    return f"phase_{phase}_{what}" + ("" if what == "held_over_live" else "_bytes")
+
+
+def held_method_of(entry: dict, context: dict, strategy: str) -> str:
+    """How the row's peak_held_bytes was measured: the row's label, else the context's map."""
+    match = _HELD_LABEL.search(entry.get("label", ""))
+    if match:
+        return match.group(1)
+    by_strategy = context.get(HELD_METHOD_FIELD, {})
+    if isinstance(by_strategy, str):  # Google Benchmark's context holds strings only
+        try:
+            by_strategy = json.loads(by_strategy)
+        except json.JSONDecodeError:
+            return ""
+    if not isinstance(by_strategy, dict):
+        return ""
+    return by_strategy.get(strategy, by_strategy.get(strategy_base(strategy), ""))
 
 
 def run_name_of(entry: dict) -> str:
@@ -193,6 +258,16 @@ def from_json(doc: dict, known: Iterable[str] | None = None) -> ResultSet:
             row = rows[key] = Row(key=key, name=_PRELOAD_SUFFIX.sub("", name))
         for metric, value in _metrics_of(entry).items():
             row.samples.setdefault(metric, []).append(value)
+        for phase in phase_names(entry):
+            if phase not in row.phases:
+                row.phases.append(phase)
+            held = entry.get(f"phase_{phase}_held_bytes")
+            live = entry.get(f"phase_{phase}_live_bytes")
+            if held is not None and live:
+                row.samples.setdefault(phase_metric(phase, "held_over_live"), []).append(
+                    float(held) / float(live))
+        if "peak_held_bytes" in entry and not row.held_method:
+            row.held_method = held_method_of(entry, doc.get("context", {}), key.strategy)
     return ResultSet(rows=rows, context=doc.get("context", {}), errors=errors)
 
 

@@ -4,11 +4,12 @@
     bench/report/run.py --bench build/bench/pmrkit_bench --out out/ [options]
 
 Runs each benchmark of pmrkit_bench (fresh and pooled variants, the limit reference, the
-Alloc* patterns) with repetitions, one process per benchmark, then the fresh rows again under
-whole-process allocators (LD_PRELOAD jemalloc, tcmalloc, mimalloc). Prints one table per
-workload with deltas against new_delete/fresh and a Mann-Whitney U test, and writes
-OUT/results.json (merged Google Benchmark JSON), OUT/summary.csv, OUT/report.html and
-OUT/charts/*.png. See docs/benchmarks.md for how to read them.
+Alloc* patterns) with repetitions, one process per repetition, the repetitions of the rows of
+one table interleaved in random order; and the malloc strategy's fresh rows and patterns again
+under whole-process allocators (LD_PRELOAD jemalloc, tcmalloc, mimalloc). Prints one table per
+workload with deltas against new_delete/fresh and a Mann-Whitney U test, peak held memory and
+held/live, and writes OUT/results.json (merged Google Benchmark JSON), OUT/summary.csv,
+OUT/report.html and OUT/charts/*.png. See docs/benchmarks.md for how to read them.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import shlex
 import sys
 
@@ -30,8 +32,9 @@ import summary_csv  # noqa: E402
 import tables  # noqa: E402
 from progress import Progress  # noqa: E402
 
-# Budget (2 cores): ~230 benchmarks by default. Each costs about min_time * (repetitions + 1)
-# (Google Benchmark's iteration-count search, then the repetitions) plus process start-up.
+# Budget (2 cores): ~250 benchmarks by default, each repetition in a process of its own. A
+# process costs about 1.5 * min_time (Google Benchmark's iteration-count search, whose last
+# step is the measured run) plus start-up, some 0.35 s: about 7 minutes for the default run.
 # The two-sided U test can reach p < 0.05 from 4+4 repetitions (smallest p 2/70 = 0.029); 5+5
 # (smallest p 0.008) still do with one pair out of order (p 0.016), where 4+4 would not (0.057).
 DEFAULT_REPETITIONS = 5
@@ -62,8 +65,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    choices=[tag for tag, _, _ in runner.PRELOADS],
                    help="only this process allocator for the preload rows (repeatable)")
     p.add_argument("--repetitions", type=int, metavar="N",
-                   help=f"repetitions per benchmark (default {DEFAULT_REPETITIONS}, "
-                   f"--quick {QUICK_REPETITIONS})")
+                   help=f"repetitions per benchmark, each in a process of its own, interleaved "
+                   f"with the other rows of its table (default {DEFAULT_REPETITIONS}, "
+                   f"--quick {QUICK_REPETITIONS}); more make the verdicts surer")
+    p.add_argument("--seed", type=int, metavar="N",
+                   help="seed of the interleaving order (default: random; the run records it)")
     p.add_argument("--min-time", type=float, metavar="SECONDS",
                    help=f"Google Benchmark min time per repetition (default {DEFAULT_MIN_TIME}"
                    f", --quick {QUICK_MIN_TIME})")
@@ -79,6 +85,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         p.error("--repetitions must be at least 1")
     if args.min_time <= 0:
         p.error("--min-time must be positive")
+    if args.seed is None:
+        args.seed = random.randrange(1 << 31)
     if args.no_preload:
         args.preloads = []
     elif args.preload:
@@ -129,9 +137,10 @@ def main(argv: list[str]) -> int:
         print("\n".join(job.display for job in plan.jobs))
         return 0
 
-    guess = args.min_time * (args.repetitions + 1) + 0.1
-    progress = Progress(len(plan.jobs), guess)
-    outcome = runner.run(args.bench, plan.jobs, args.repetitions, args.min_time, progress)
+    steps = runner.schedule(plan.jobs, args.repetitions, known, args.seed)
+    guess = args.min_time * 1.5 + 0.2
+    progress = Progress(len(steps), guess)
+    outcome = runner.run(args.bench, steps, args.min_time, progress)
     progress.close()
 
     doc = outcome.doc
@@ -139,7 +148,8 @@ def main(argv: list[str]) -> int:
     doc["context"].update(
         pmrkit_command=shlex.join(["run.py"] + argv), pmrkit_repetitions=args.repetitions,
         pmrkit_min_time=args.min_time, pmrkit_strategy=args.strategy or "all",
-        pmrkit_notes=notes, **{results.STRATEGIES_FIELD: list(known)})
+        pmrkit_notes=notes, pmrkit_seed=args.seed, **{analysis.INTERLEAVED_FIELD: True},
+        **{results.STRATEGIES_FIELD: list(known)})
     if not doc["benchmarks"]:
         print("run.py: no benchmark produced results", file=sys.stderr)
         return 1

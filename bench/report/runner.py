@@ -1,8 +1,12 @@
-"""Running pmrkit_bench: which benchmarks to run, one process per benchmark, merged JSON.
+"""Running pmrkit_bench: which benchmarks to run, one process per repetition, merged JSON.
 
-Each benchmark runs in a process of its own (an anchored --benchmark_filter), which gives the
-progress line something to count, keeps one strategy's heap state out of the next one's
-timings, and lets a crash cost one row instead of the whole run.
+Each repetition of a benchmark runs in a process of its own (an anchored --benchmark_filter,
+--benchmark_repetitions=1): one strategy's heap state stays out of the next one's timings, a
+row's peak held memory can be read from its own process (resident-set high-water mark,
+mallinfo2), and a crash costs one row instead of the whole run. The repetitions of the rows of
+one table are interleaved: round after round, each round runs every row of the table once, in
+an order shuffled anew for each round, so that a burst of load on a shared machine lands on
+some repetition of many rows instead of on every repetition of one (see schedule()).
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import random
 import subprocess
 import tempfile
 
@@ -26,9 +31,16 @@ PRELOADS = (
 
 
 def job_timeout_s(repetitions: int, min_time: float) -> float:
-    """How long one benchmark may take before it counts as hung: generous, since an op can be
-    slow and Google Benchmark first searches for an iteration count."""
+    """How long one benchmark process may take before it counts as hung: generous, since an op
+    can be slow and Google Benchmark first searches for an iteration count."""
     return 120 + 20 * repetitions * min_time
+
+
+def preload_strategy(known: tuple[str, ...]) -> str:
+    """The strategy the preload rows run: malloc, the path a preloaded allocator is built for;
+    new_delete with a binary that predates the malloc strategy."""
+    return (results.PRELOAD_STRATEGY if results.PRELOAD_STRATEGY in known
+            else results.BASELINE_STRATEGY)
 
 
 class BenchError(RuntimeError):
@@ -121,7 +133,9 @@ class Plan:
 def plan(bench: str, known: tuple[str, ...], strategy: str = "", workloads=(),
          preloads=tuple(tag for tag, _, _ in PRELOADS), preload_patterns: bool = True) -> Plan:
     """Every benchmark to run, in the binary's order, then the preload rows (for each tag of
-    `preloads`: new_delete's fresh workloads and, with preload_patterns, its Alloc* rows)."""
+    `preloads`: the malloc strategy's fresh workloads and, with preload_patterns, its Alloc*
+    rows), grouped by table. A narrowed run (`strategy`) keeps the baseline and reference rows,
+    and with preloads the plain malloc rows the preload rows replace the allocator of."""
     notes = []
     jobs: list[Job] = []
     seen: set[results.RowKey] = set()
@@ -149,15 +163,19 @@ def plan(bench: str, known: tuple[str, ...], strategy: str = "", workloads=(),
                          + (f"--workload {' '.join(workloads)}" if workloads else "the request")
                          + f"; workloads available: {', '.join(available_workloads(bench, known))}")
     if preloads:
-        if baseline_names is None:
-            baseline_names = list_benchmarks(bench, results.BASELINE_STRATEGY)
+        on = preload_strategy(known)
+        if on != results.PRELOAD_STRATEGY:
+            notes.append(f"{bench} has no {results.PRELOAD_STRATEGY} strategy: the preload rows "
+                         f"run {on}, through the aligned operator new path")
         eligible = []
-        for name in baseline_names:
+        for name in list_benchmarks(bench, on):
             key = results.parse_name(name, known)
-            if (key.strategy == results.BASELINE_STRATEGY and _workload_matches(key, workloads)
+            if (key.strategy == on and _workload_matches(key, workloads)
                     and (key.variant == results.BASELINE_VARIANT
                          or (preload_patterns and key.is_pattern))):
                 eligible.append(name)
+        if strategy and results.strategy_base(strategy) != on:
+            add(eligible, (f"--strategy={on}",), lambda k: True)
         for tag, path, package in PRELOADS:
             if tag not in preloads:
                 continue
@@ -165,8 +183,7 @@ def plan(bench: str, known: tuple[str, ...], strategy: str = "", workloads=(),
                 notes.append(f"preload {tag} skipped: {path} is missing "
                              f"(apt-get install {package})")
                 continue
-            jobs += [Job(name, (f"--strategy={results.BASELINE_STRATEGY}",), tag, path)
-                     for name in eligible]
+            jobs += [Job(name, (f"--strategy={on}",), tag, path) for name in eligible]
     return Plan(_by_table(jobs, known), notes)
 
 
@@ -178,6 +195,35 @@ def _by_table(jobs: list[Job], known) -> list[Job]:
     for job in jobs:
         first.setdefault(results.parse_name(job.name, known).table, len(first))
     return sorted(jobs, key=lambda job: first[results.parse_name(job.name, known).table])
+
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    """One process to start: one repetition (round) of one job."""
+    job: Job
+    round: int   # 0-based
+    rounds: int
+
+    @property
+    def display(self) -> str:
+        return f"{self.job.display} (run {self.round + 1}/{self.rounds})"
+
+
+def schedule(jobs: list[Job], repetitions: int, known, seed: int) -> list[Step]:
+    """The order to run the plan in: table by table (as plan() grouped them); within a table,
+    `repetitions` rounds, each of which runs every row of the table once, in an order shuffled
+    anew per round (random.Random(seed), so a run's order can be replayed)."""
+    rng = random.Random(seed)
+    tables: dict[tuple[str, int], list[Job]] = {}
+    for job in jobs:
+        tables.setdefault(results.parse_name(job.name, known).table, []).append(job)
+    steps = []
+    for rows in tables.values():
+        for round_index in range(repetitions):
+            order = list(rows)
+            rng.shuffle(order)
+            steps += [Step(job, round_index, repetitions) for job in order]
+    return steps
 
 
 def available_workloads(bench: str, known) -> list[str]:
@@ -224,21 +270,34 @@ def run_one(bench: str, job: Job, repetitions: int, min_time: float,
     return doc, (f"{job.display}: {errors[0]}" if errors else None)
 
 
-def run(bench: str, jobs: list[Job], repetitions: int, min_time: float,
-        progress: Progress) -> Outcome:
-    """Runs every job in turn; Ctrl-C stops the run and keeps what finished."""
+def _mark_round(doc: dict, round_index: int) -> None:
+    """Each process ran one repetition: number it by its round, as one process would have."""
+    for entry in doc.get("benchmarks", []):
+        if entry.get("run_type", "iteration") == "iteration":
+            entry["repetition_index"] = round_index
+
+
+def run(bench: str, steps: list[Step], min_time: float, progress: Progress) -> Outcome:
+    """Runs every step in turn, one repetition per process; a job that failed once is not run
+    again (its failure is listed once). Ctrl-C stops the run and keeps what finished."""
     docs, failures = [], []
+    failed: set[Job] = set()
     interrupted = False
     with tempfile.TemporaryDirectory(prefix="pmrkit-report-") as tmp:
         out_path = os.path.join(tmp, "run.json")
         try:
-            for job in jobs:
-                progress.start(job.display)
-                doc, failure = run_one(bench, job, repetitions, min_time, out_path)
+            for step in steps:
+                if step.job in failed:
+                    progress.finish_one()
+                    continue
+                progress.start(step.display)
+                doc, failure = run_one(bench, step.job, 1, min_time, out_path)
                 progress.finish_one()
                 if doc is not None:
+                    _mark_round(doc, step.round)
                     docs.append(doc)  # an entry that reported an error is kept, and listed
                 if failure:
+                    failed.add(step.job)
                     failures.append(failure)
                     progress.note("FAILED " + failure)
         except KeyboardInterrupt:

@@ -1,7 +1,11 @@
-"""summary.csv: one row per workload/strategy/variant/preload with medians, deltas and p-values.
+"""summary.csv: one row per workload/strategy/variant/preload with medians, deltas and p-values,
+and the memory axis: peak_held_bytes, peak_live_bytes, held_over_live (medians), how held was
+measured, and whether the row is on its table's time-vs-held Pareto front. Phase workloads add
+phase_<name>_held_bytes / _live_bytes / _held_over_live columns, one set per phase.
 
-Empty cells mean "not measured" (a metric the workload does not report) or "not comparable"
-(no baseline row, too few repetitions for the U test, a delta against a zero baseline).
+Empty cells mean "not measured" (a metric the workload does not report, a results.json from
+before the bench reported it) or "not comparable" (no baseline row, too few repetitions for the
+U test, a delta against a zero baseline).
 """
 
 from __future__ import annotations
@@ -10,19 +14,29 @@ import csv
 
 import analysis
 import metrics as m
+import results
 
 KEY_COLUMNS = ["workload", "threads", "strategy", "variant", "preload", "label", "role",
                "repetitions"]
 CSV_METRICS = (m.TIME, m.ALLOCS, m.BYTES, m.THROUGHPUT)
 
 
-def header(comparing: bool = False) -> list[str]:
+MEMORY_COLUMNS = [metric.csv for metric in m.MEMORY_METRICS]
+PHASE_FIGURES = ("held", "live", "held_over_live")
+
+
+def header(comparing: bool = False, phases: tuple[str, ...] = ()) -> list[str]:
     columns = list(KEY_COLUMNS)
     for metric in CSV_METRICS:
         if comparing:
             columns.append(f"{metric.csv}_old_median")
         columns += [f"{metric.csv}_median", f"{metric.csv}_delta_pct", f"{metric.csv}_p"]
-    columns += ["ns_per_op_spread_pct", "ratio_to_reference", "baseline", "reference"]
+    for column in MEMORY_COLUMNS:
+        columns += [f"{column}_old", column] if comparing else [column]
+    columns += ["held_method", "pareto"]
+    columns += [results.phase_metric(p, what) for p in phases for what in PHASE_FIGURES]
+    columns += ["ns_per_op_spread_pct", "ratio_to_reference", "baseline", "reference",
+                "reference_noisy"]
     return columns
 
 
@@ -32,6 +46,8 @@ def _number(value: float | None, digits: int = 6) -> str:
 
 def rows(table: analysis.Table) -> list[dict]:
     out = []
+    verdict = None if table.comparing else analysis.verdict(table)
+    pareto = {id(r) for r in verdict.pareto} if verdict else set()
     for row in table.rows:
         time = row.summary.get("ns_per_op")
         record = {"workload": table.workload, "threads": table.threads,
@@ -48,18 +64,39 @@ def rows(table: analysis.Table) -> list[dict]:
             record[f"{metric.csv}_delta_pct"] = _number(
                 delta.change * 100 if delta and delta.change is not None else None, 4)
             record[f"{metric.csv}_p"] = _number(delta.p if delta else None, 4)
+        for column in MEMORY_COLUMNS:
+            record[column] = _number(row.median(column))
+            if table.comparing:
+                old = (row.old or {}).get(column)
+                record[f"{column}_old"] = _number(old.median if old else None)
+        record["held_method"] = row.held_method
+        record["pareto"] = "yes" if id(row) in pareto else ""
+        for phase in row.phases:
+            for what in PHASE_FIGURES:
+                key = results.phase_metric(phase, what)
+                record[key] = _number(row.median(key))
         record["ns_per_op_spread_pct"] = _number(time.spread * 100 if time else None, 3)
         record["ratio_to_reference"] = _number(row.vs_reference, 4)
         record["baseline"] = "old" if table.comparing else (table.baseline or "")
         record["reference"] = table.reference or ""
+        record["reference_noisy"] = "yes" if verdict and verdict.noisy_reference else ""
         out.append(record)
     return out
+
+
+def phases_of(tables: list[analysis.Table]) -> tuple[str, ...]:
+    seen: dict[str, None] = {}
+    for table in tables:
+        for phase in table.phases:
+            seen.setdefault(phase, None)
+    return tuple(seen)
 
 
 def write(path: str, tables: list[analysis.Table]) -> None:
     comparing = any(t.comparing for t in tables)
     with open(path, "w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=header(comparing))
+        writer = csv.DictWriter(f, fieldnames=header(comparing, phases_of(tables)),
+                                restval="")
         writer.writeheader()
         for table in tables:
             writer.writerows(rows(table))

@@ -1,7 +1,8 @@
 """The comparison tables as text (benchstat's layout) and as cells the HTML report reuses.
 
 A delta cell reads ``-50.41% (p=0.008)`` when the U test finds a difference, ``~ (p=0.310)``
-when it does not, and ``~ (n=2)`` when a side has too few repetitions to test at all.
+when it does not, and ``~ (n=2)`` when a side has too few repetitions to test at all. A figure
+a row lacks (not measured, or a results.json from before the bench reported it) reads ``—``.
 """
 
 from __future__ import annotations
@@ -10,10 +11,13 @@ import dataclasses
 
 import analysis
 import metrics as m
+import results
 import stats
 
 BASE_MARK = "base"
-MISSING = "-"
+MISSING = "—"
+# How many tied rows a verdict names before it says "and N more".
+TIED_NAMES_SHOWN = 4
 
 
 @dataclasses.dataclass
@@ -60,9 +64,13 @@ def grid(table: analysis.Table) -> Grid:
         return compare_grid(table)
     headers, numeric, better = ["strategy/variant"], [False], [0]
     for metric in table.metrics:
-        headers += [metric.header, "vs base"]
-        numeric += [True, True]
-        better += [0, -1 if metric.lower_is_better else 1]
+        headers.append(metric.header)
+        numeric.append(True)
+        better.append(0)
+        if metric.delta_in_run:
+            headers.append("vs base")
+            numeric.append(True)
+            better.append(-1 if metric.lower_is_better else 1)
     if table.reference:
         headers.append(reference_header(table))
         numeric.append(True)
@@ -72,8 +80,9 @@ def grid(table: analysis.Table) -> Grid:
         cells = [row.label]
         for metric in table.metrics:
             cells.append(format_value(metric, row.summary.get(metric.key)))
-            cells.append(BASE_MARK if row.role == "baseline"
-                         else format_delta(row.delta[metric.key]))
+            if metric.delta_in_run:
+                cells.append(BASE_MARK if row.role == "baseline"
+                             else format_delta(row.delta[metric.key]))
         if table.reference:
             cells.append(format_ratio(row.vs_reference))
         rows.append(cells)
@@ -106,7 +115,9 @@ def compare_grid(table: analysis.Table) -> Grid:
 
 def caption(table: analysis.Table) -> str:
     low, high = table.repetitions()
-    runs = f"{low} runs each" if low == high else f"{low}-{high} runs each"
+    interleaved = "interleaved " if table.interleaved else ""
+    runs = (f"{low} {interleaved}{'run' if high == 1 else 'runs'} each" if low == high
+            else f"{low}-{high} {interleaved}runs each")
     if table.comparing:
         return f"{table.title} — new vs old, {runs}"
     parts = [table.title, f"baseline {table.baseline or 'missing'}",
@@ -131,30 +142,127 @@ def _from_limit(row: analysis.AnalyzedRow, reference: analysis.AnalyzedRow | Non
     return f", {row.vs_reference:.2f}x the time of {reference.label}"
 
 
+def _names(rows: list[analysis.AnalyzedRow]) -> str:
+    names = [r.label for r in rows[:TIED_NAMES_SHOWN]]
+    more = len(rows) - len(names)
+    return ", ".join(names) + (f" and {more} more" if more else "")
+
+
+def _runs(rows: list[analysis.AnalyzedRow], metric: str) -> str:
+    ns = sorted({s.n for r in rows for s in [r.summary.get(metric)] if s})
+    if not ns:
+        return "no runs"
+    return (f"{ns[0]}" if len(ns) == 1 else f"{ns[0]}-{ns[-1]}") + (
+        " run each" if ns == [1] else " runs each")
+
+
+def _pick_line(title: str, pick: analysis.Pick, value: str,
+               reference: analysis.AnalyzedRow | None) -> str:
+    """'fastest: X at 1µs/op (p=0.008 against Y, 5 runs each)', or the tied group."""
+    leader = pick.leader
+    if pick.winner is None:
+        why = ("too few runs to tell them apart" if pick.p is None and pick.runner_up
+               else f"U test p ≥ {stats.ALPHA}")
+        return (f"{title}: no single row; tied ({why}, {_runs(pick.rows, pick.metric)}): "
+                f"{_names(pick.rows)}; lowest median {leader.label} at {value}")
+    if pick.runner_up is None:
+        against = ""
+    elif pick.exact:
+        against = (f" (runner-up {pick.runner_up.label}; both the same in every run, "
+                   f"{_runs([leader, pick.runner_up], pick.metric)})")
+    else:
+        against = (f" (p={pick.p:.3f} against the runner-up {pick.runner_up.label}, "
+                   f"{_runs([leader, pick.runner_up], pick.metric)})")
+    return f"{title}: {leader.label} at {value}{against}{_from_limit(leader, reference)}"
+
+
+def _held_text(row: analysis.AnalyzedRow) -> str:
+    ratio = row.median("held_over_live")
+    return (m.format_bytes(row.median("peak_held_bytes")) + " peak held"
+            + (f", {m.format_times(ratio)} live" if ratio is not None else ""))
+
+
 def verdict_lines(table: analysis.Table) -> list[str]:
-    """A few plain sentences: the fastest, the leanest, how far each is from the limit."""
+    """A few plain sentences: the fastest, the leanest, how far each is from the limit, and
+    what the reader must know to trust them (a noisy reference, rows left out)."""
     if table.comparing:
         return compare_verdict_lines(table)
     v = analysis.verdict(table)
     lines = []
     if v.fastest:
-        lines.append(f"fastest: {v.fastest.label} at {m.format_time(v.fastest.median('ns_per_op'))}"
-                     f"/op{_from_limit(v.fastest, v.reference)}")
+        lines.append(_pick_line("fastest", v.fastest,
+                                m.format_time(v.fastest.leader.median("ns_per_op")) + "/op",
+                                v.reference))
     if v.leanest:
-        bytes_text = m.format_bytes(v.leanest.median("bytes_per_op"))
-        ties = (f" (and {v.leanest_ties} more within "
-                f"{m.format_bytes(analysis.LEAN_TOLERANCE_BYTES)} or "
-                f"{analysis.LEAN_TOLERANCE_FRACTION:.0%})" if v.leanest_ties else "")
-        ref_bytes = v.reference.median("bytes_per_op") if v.reference else None
-        ref_text = (f", {v.reference.label} has {m.format_bytes(ref_bytes)}/op"
-                    if ref_bytes is not None else "")
-        lines.append(f"leanest: {v.leanest.label} at {bytes_text}/op{ties}{ref_text}"
-                     f"{_from_limit(v.leanest, v.reference)}")
+        lines.append(_pick_line("leanest", v.leanest, _held_text(v.leanest.leader), None))
+    if v.fewest_bytes:
+        lines.append(_pick_line(
+            "fewest heap B/op", v.fewest_bytes,
+            m.format_bytes(v.fewest_bytes.leader.median("bytes_per_op")) + "/op", None))
+    if v.pareto and v.leanest:
+        lines.append("time vs peak held, no row beats these in both: " + _names(v.pareto))
     if v.best_preload:
-        lines.append(f"best process allocator: {v.best_preload.label} at "
-                     f"{m.format_time(v.best_preload.median('ns_per_op'))}/op"
-                     f"{_from_limit(v.best_preload, v.reference)}")
-    return lines
+        lines.append(_pick_line(
+            "best process allocator", v.best_preload,
+            m.format_time(v.best_preload.leader.median("ns_per_op")) + "/op", v.reference))
+    return lines + note_lines(table, v)
+
+
+def note_lines(table: analysis.Table, v: analysis.Verdict | None = None) -> list[str]:
+    """What the verdicts rest on: a noisy reference, rows left out, how held was measured."""
+    v = v or analysis.verdict(table)
+    notes = []
+    if v.noisy_reference and v.reference:
+        n = v.noisy_reference
+        notes.append(f"note: the reference {v.reference.label} is noisier (±"
+                     f"{n.reference_spread * 100:.0f}%) than the rows it judges (median ±"
+                     f"{n.rows_spread * 100:.0f}%): its 'vs {v.reference.label}' ratios are "
+                     "unreliable; rerun with more --repetitions")
+    if v.excluded:
+        reasons = sorted({analysis.EXCLUDED_FROM_VERDICTS[
+            results.strategy_base(r.key.strategy)] for r in v.excluded})
+        notes.append(f"note: {_names(v.excluded)} left out of the verdicts "
+                     f"({'; '.join(reasons)})")
+    preloaded = sorted({r.key.strategy for r in table.rows if r.role == "preload"})
+    if preloaded:
+        notes.append(f"note: preload rows run the {', '.join(preloaded)} strategy with the "
+                     "process allocator replaced by LD_PRELOAD")
+    methods: dict[str, list[str]] = {}
+    for row in table.rows:
+        if row.held_method and row.median("peak_held_bytes") is not None:
+            who = row.key.strategy or row.label
+            if row.key.preload:
+                who += f" [preload={row.key.preload}]"
+            names = methods.setdefault(row.held_method, [])
+            if who not in names:
+                names.append(who)
+    if methods:
+        notes.append("peak held measured by: " + "; ".join(
+            f"{method} ({', '.join(names)})" for method, names in methods.items()))
+    return notes
+
+
+def phase_grid(table: analysis.Table) -> Grid | None:
+    """The phase table of a phase workload (AllocPhases): held and held/live at each phase's
+    end, per row; None for other workloads."""
+    phases = table.phases
+    rows = [r for r in table.rows if r.phases]
+    if not phases or not rows:
+        return None
+    headers, numeric = ["strategy/variant"], [False]
+    for phase in phases:
+        headers += [f"{phase} held", f"{phase} held/live"]
+        numeric += [True, True]
+    cells = []
+    for row in rows:
+        line = [row.label]
+        for phase in phases:
+            line.append(format_value(m.PEAK_HELD,
+                                     row.summary.get(results.phase_metric(phase, "held"))))
+            line.append(format_value(m.HELD_OVER_LIVE, row.summary.get(
+                results.phase_metric(phase, "held_over_live"))))
+        cells.append(line)
+    return Grid(headers, cells, numeric, [0] * len(headers), [r.role for r in rows])
 
 
 def compare_verdict_lines(table: analysis.Table) -> list[str]:
@@ -173,6 +281,9 @@ def compare_verdict_lines(table: analysis.Table) -> list[str]:
 def render_table(table: analysis.Table) -> str:
     parts = [caption(table), render(grid(table), "  ")]
     parts += ["  " + line for line in verdict_lines(table)]
+    phases = phase_grid(table)
+    if phases and not table.comparing:
+        parts += ["  at the end of each phase (medians):", render(phases, "  ")]
     return "\n".join(parts)
 
 

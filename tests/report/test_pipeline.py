@@ -4,12 +4,14 @@
     test_pipeline.py --bench build/bench/pmrkit_bench [--strategy std_unsync_pool]
                      [--preload jemalloc] [--workdir DIR]
 
-Runs bench/report/run.py, then checks what a user gets: the progress lines, one table per
-workload with the documented columns and a baseline row, results.json (parses, holds the
-strategy's rows, the new_delete baseline rows and the reference rows, the preload rows
-tagged), summary.csv (header and one row per table row), report.html (every table and every
-chart embedded) and charts/*.png; then compare.py on the run against itself, which must find
-no significant change anywhere. Timings are never asserted: machines are shared and noisy.
+Runs bench/report/run.py, then checks what a user gets: the progress lines (one per run), one
+table per workload with the documented columns and a baseline row, results.json (parses, holds
+the strategy's rows, the new_delete baseline rows and the reference rows, the preload rows
+tagged and run on malloc), summary.csv (header and one row per table row), report.html (every
+table and every chart embedded) and charts/*.png; then compare.py on the run against itself,
+which must find no significant change anywhere. A binary with the malloc strategy (issue 11 on)
+must report peak held and peak live for every row, which the tables, CSV and charts then show.
+Timings are never asserted: machines are shared and noisy.
 """
 
 import argparse
@@ -60,7 +62,7 @@ def check_progress(stderr):
     total = int(re.match(r"^\[1/(\d+)\] ", lines[0]).group(1))
     check(len(lines) == total, f"{len(lines)} progress lines for {total} benchmarks")
     check(all("left)" in l for l in lines), "a progress line without the estimated time left")
-    check(f"ran {total} of {total} benchmarks" in stderr, "no closing 'ran N of N' line")
+    check(f"ran {total} of {total} benchmark runs" in stderr, "no closing 'ran N of N' line")
     return total
 
 
@@ -78,7 +80,13 @@ def cells(row):
     return re.split(r"\s{2,}", row.strip())
 
 
-def check_tables(stdout, strategy, expected_tables):
+# The lines after a table's rows: verdicts, notes, the phase table.
+AFTER_ROWS = re.compile(r"^  (fastest|leanest|fewest heap B/op|time vs peak held|"
+                        r"best process allocator|note|peak held measured by|"
+                        r"at the end of each phase)\b")
+
+
+def check_tables(stdout, strategy, expected_tables, memory):
     blocks = [b for b in stdout.strip().split("\n\n") if b.strip()]
     check(blocks, "no tables printed")
     titles = []
@@ -91,8 +99,18 @@ def check_tables(stdout, strategy, expected_tables):
                 "vs", "base"]
         check(header[:len(want)] == want, f"{title}: columns {header}")
         check(set(lines[2].replace(" ", "")) == {"-"}, f"{title}: no rule under the header")
-        rows = [l for l in lines[3:] if not l.startswith("  fastest") and
-                not l.startswith("  leanest") and not l.startswith("  best ")]
+        rows = []
+        for line in lines[3:]:
+            if AFTER_ROWS.match(line):
+                break
+            rows.append(line)
+        if memory:
+            check("peak held" in lines[1] and "held/live" in lines[1],
+                  f"{title}: no memory columns: {lines[1]}")
+            check(not any(" — " in r for r in rows), f"{title}: a row without a figure")
+            check(any(l.startswith("  leanest: ") for l in lines), f"{title}: no leanest verdict")
+        check(not any(l.startswith("  fastest: checked") for l in lines),
+              f"{title}: the debugging strategy crowned")
         labels = [r.split()[0] for r in rows]
         is_pattern = title.startswith("Alloc")
         base = "new_delete" if is_pattern else "new_delete/fresh"
@@ -112,7 +130,7 @@ def check_tables(stdout, strategy, expected_tables):
     return titles
 
 
-def check_files(out, strategy, titles, preloads):
+def check_files(out, strategy, titles, preloads, memory):
     with open(os.path.join(out, "results.json"), encoding="utf-8") as f:
         doc = json.load(f)
     entries = doc["benchmarks"]
@@ -126,23 +144,38 @@ def check_files(out, strategy, titles, preloads):
     check(any(k.strategy == strategy for k in keys), f"no {strategy} rows in results.json")
     check(any(k.strategy == "new_delete" and not k.preload for k in keys), "no baseline rows")
     check(any(k.is_reference for k in keys), "no limit/bare_list rows")
-    check(not any(k.strategy not in ("", strategy, "new_delete", "bare_list") for k in keys),
+    allowed = ("", strategy, "new_delete", "malloc", "bare_list", *results.PLAIN_WRAPPERS)
+    check(not any(k.strategy not in allowed for k in keys),
           "rows of other strategies in a narrowed run")
+    preload_on = "malloc" if memory else "new_delete"
     for tag in preloads:
         tagged = [e for e in entries if e.get(results.PRELOAD_FIELD) == tag
                   and e.get("run_type") == "iteration"]
         check(tagged and all(e["name"].endswith(f"[preload={tag}]") for e in tagged),
               f"preload {tag}: rows missing or untagged")
+        check(all(f"/{preload_on}" in e["name"] for e in tagged),
+              f"preload {tag}: rows not on {preload_on}")
+    iterations = [e for e in entries
+                  if e.get("run_type") == "iteration" and not e.get("error_occurred")]
+    if memory:
+        check(all("peak_held_bytes" in e and "peak_live_bytes" in e for e in iterations),
+              "an iteration without peak_held_bytes / peak_live_bytes")
+    phases = tuple(dict.fromkeys(p for e in iterations for p in results.phase_names(e)))
 
     with open(os.path.join(out, "summary.csv"), newline="", encoding="utf-8") as f:
         reader = csv.DictReader(f)
-        check(reader.fieldnames == summary_csv.header(), f"CSV header {reader.fieldnames}")
+        check(reader.fieldnames == summary_csv.header(phases=phases),
+              f"CSV header {reader.fieldnames}")
         records = list(reader)
     check(len({(r["workload"], r["threads"]) for r in records}) == len(titles),
           "CSV tables differ from printed tables")
     check(all(float(r["ns_per_op_median"]) > 0 for r in records), "CSV row without a time")
-    check(all(r["role"] in ("baseline", "strategy", "preload", "reference") for r in records),
-          "CSV row with an unknown role")
+    check(all(r["role"] in ("baseline", "strategy", "preload", "plain", "reference")
+              for r in records), "CSV row with an unknown role")
+    if memory:
+        check(all(r["peak_held_bytes"] and r["held_over_live"] for r in records),
+              "CSV row without peak_held_bytes / held_over_live")
+        check(any(r["pareto"] == "yes" for r in records), "CSV marks no Pareto-optimal row")
 
     with open(os.path.join(out, "report.html"), encoding="utf-8") as f:
         page = f.read()
@@ -151,6 +184,10 @@ def check_files(out, strategy, titles, preloads):
     check(images >= len(titles), f"report.html embeds {images} charts for {len(titles)} tables")
     check(images == len(chart_files), f"{images} embedded charts, {len(chart_files)} PNG files")
     check(any(n.startswith("thread_scaling_") for n in chart_files), "no thread-scaling chart")
+    if memory:
+        memory_charts = [n for n in chart_files if n.startswith("memory_")]
+        check(len(memory_charts) == len(titles),
+              f"{len(memory_charts)} time-vs-held charts for {len(titles)} tables")
     for name in chart_files:
         with open(os.path.join(out, "charts", name), "rb") as f:
             check(f.read(8) == b"\x89PNG\r\n\x1a\n", f"charts/{name} is not a PNG")
@@ -186,10 +223,13 @@ def main():
     if args.workdir:
         shutil.rmtree(out, ignore_errors=True)
     try:
+        # From issue 11 on (the malloc strategy), the binary reports the memory counters.
+        memory = "malloc" in runner.strategy_names(args.bench)
         stdout, stderr = run_pipeline(args, out)
         total = check_progress(stderr)
-        titles = check_tables(stdout, args.strategy, tables_with(args.bench, args.strategy))
-        check_files(out, args.strategy, titles, args.preload)
+        titles = check_tables(stdout, args.strategy, tables_with(args.bench, args.strategy),
+                              memory)
+        check_files(out, args.strategy, titles, args.preload, memory)
         check_compare(out)
     finally:
         if not args.workdir:
@@ -198,7 +238,8 @@ def main():
         print("FAIL:", f)
     if failures:
         return 1
-    print(f"ok: {total} benchmarks, {len(titles)} tables ({', '.join(titles)})")
+    print(f"ok: {total} benchmark runs, {len(titles)} tables ({', '.join(titles)})"
+          + ("" if memory else "; this binary predates the memory counters"))
     return 0
 
 

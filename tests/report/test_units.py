@@ -10,6 +10,7 @@ import csv
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -116,8 +117,8 @@ class ReadJson(unittest.TestCase):
         self.assertNotIn(results.parse_name("InsertSingle/boost_pool/fresh"), self.set.rows)
 
     def test_preload_rows_are_rows_of_their_own(self):
-        plain = results.parse_name("InsertSingle/new_delete/fresh")
-        tagged = results.RowKey("InsertSingle", 1, "new_delete", "fresh", "jemalloc")
+        plain = results.parse_name("InsertSingle/malloc/fresh")
+        tagged = results.RowKey("InsertSingle", 1, "malloc", "fresh", "jemalloc")
         self.assertIn(tagged, self.set.rows)
         self.assertNotEqual(self.set.rows[plain].values("ns_per_op"),
                             self.set.rows[tagged].values("ns_per_op"))
@@ -180,8 +181,9 @@ class RunTables(unittest.TestCase):
 
     def test_one_table_per_workload_and_thread_count(self):
         self.assertEqual([t.title for t in self.tables],
-                         ["AllocPairs", "AllocMixedShared", "AllocMixedShared threads:2",
-                          "InsertSingle", "Serialization/with_metrics"])
+                         ["AllocPairs", "AllocPhases", "AllocMixedShared",
+                          "AllocMixedShared threads:2", "InsertSingle",
+                          "Serialization/with_metrics"])
 
     def test_baseline_and_reference(self):
         insert = table_of(self.tables, "InsertSingle")
@@ -191,25 +193,30 @@ class RunTables(unittest.TestCase):
 
     def test_row_order(self):
         labels = [r.label for r in table_of(self.tables, "InsertSingle").rows]
-        self.assertEqual(labels[:3],
-                         ["new_delete/fresh", "new_delete/pooled", "std_sync_pool/fresh"])
-        self.assertEqual(labels[-2:], ["new_delete/fresh [preload=jemalloc]", "limit"])
+        # The binary's strategy order, not the interleaved order the runs finished in.
+        self.assertEqual(labels[:4], ["new_delete/fresh", "new_delete/pooled", "malloc/fresh",
+                                      "malloc/pooled"])
+        self.assertEqual(labels[-2:], ["malloc/fresh [preload=jemalloc]", "limit"])
+        pairs = [r.label for r in table_of(self.tables, "AllocPairs").rows]
+        self.assertEqual(pairs[-3:], ["malloc [preload=jemalloc]", "mimalloc_plain", "bare_list"])
 
     def test_columns(self):
         g = tables.grid(table_of(self.tables, "InsertSingle"))
         self.assertEqual(g.headers, ["strategy/variant", "time/op", "vs base", "allocs/op",
-                                     "vs base", "B/op", "vs base", "MB/s", "vs base", "vs limit"])
+                                     "vs base", "B/op", "vs base", "peak held", "held/live",
+                                     "MB/s", "vs base", "vs limit"])
         # No bytes processed in the patterns: no MB/s columns.
         g = tables.grid(table_of(self.tables, "AllocPairs"))
         self.assertEqual(g.headers, ["strategy/variant", "time/op", "vs base", "allocs/op",
-                                     "vs base", "B/op", "vs base", "vs bare_list"])
+                                     "vs base", "B/op", "vs base", "peak held", "held/live",
+                                     "vs bare_list"])
 
     def test_cells(self):
         table = table_of(self.tables, "InsertSingle")
         g = tables.grid(table)
         rows = {cells[0]: cells for cells in g.rows}
         base = rows["new_delete/fresh"]
-        self.assertEqual([base[i] for i in (2, 4, 6, 8)], ["base"] * 4)
+        self.assertEqual([base[i] for i in (2, 4, 6, 10)], ["base"] * 4)
         self.assertEqual(base[3], "6")
         self.assertEqual(base[5], "700B")
         pooled = rows["size_class/pooled"]
@@ -224,24 +231,276 @@ class RunTables(unittest.TestCase):
         self.assertEqual(tables.format_delta(stats.Delta(0.1, 0.31, 5, 5)), "~ (p=0.310)")
         self.assertEqual(tables.format_delta(stats.Delta(0.1, None, 1, 1)), "~ (n=1)")
         self.assertEqual(tables.format_delta(stats.Delta(-0.5, 0.008, 5, 5)), "-50.00% (p=0.008)")
-        self.assertEqual(tables.format_delta(None), "-")
+        self.assertEqual(tables.format_delta(None), "—")
 
     def test_verdict(self):
         lines = tables.verdict_lines(table_of(self.tables, "InsertSingle"))
-        self.assertTrue(lines[0].startswith("fastest: monotonic/pooled at 180.9ns/op, 0.67x"),
-                        lines)
-        self.assertTrue(lines[1].startswith("leanest: monotonic/pooled at 14B/op"), lines)
-        self.assertIn("limit has 0B/op", lines[1])
-        self.assertTrue(lines[2].startswith("best process allocator: new_delete/fresh "
+        self.assertRegex(lines[0], r"^fastest: monotonic/pooled at 1\d\d\.\dns/op \(p=0\.008 "
+                         r"against the runner-up size_class/pooled, 5 runs each\), 0\.\d\dx "
+                         r"the time of limit$")
+        self.assertEqual(lines[1], "leanest: size_class/fresh at 847B peak held, 1.21x live "
+                                   "(runner-up malloc/fresh; both the same in every run, 5 runs "
+                                   "each)")
+        # Every pooled row has the same 14 B/op: a tie, and the verdict says so.
+        self.assertTrue(lines[2].startswith("fewest heap B/op: no single row; tied"), lines)
+        self.assertEqual(lines[3], "time vs peak held, no row beats these in both: "
+                                   "monotonic/pooled, size_class/fresh, size_class/pooled")
+        self.assertTrue(lines[4].startswith("best process allocator: malloc/fresh "
                                             "[preload=jemalloc]"), lines)
+        self.assertIn("note: checked/fresh, checked/pooled left out of the verdicts (a debugging "
+                      "strategy)", lines)
+        self.assertIn("note: preload rows run the malloc strategy with the process allocator "
+                      "replaced by LD_PRELOAD", lines)
+        self.assertIn("peak held measured by: mallinfo2 (new_delete, malloc); upstream ("
+                      "std_sync_pool, std_unsync_pool, monotonic, size_class, checked, limit); "
+                      "mimalloc_stats (mimalloc); rss (malloc [preload=jemalloc])", lines)
 
     def test_rendered_text_is_aligned(self):
         text = tables.render_table(table_of(self.tables, "AllocPairs"))
         lines = text.splitlines()
         self.assertTrue(lines[0].startswith("AllocPairs — baseline new_delete, reference "
-                                            "bare_list, 5 runs each"))
+                                            "bare_list, 5 interleaved runs each"))
         header, rule = lines[1], lines[2]
         self.assertEqual(len(header), len(rule))
+
+
+def synthetic_doc(rows: dict, context=None) -> dict:
+    """A run's JSON from {benchmark name: [ns per repetition]} or {name: ([ns...], counters)}."""
+    entries = []
+    for name, spec in rows.items():
+        times, counters = spec if isinstance(spec, tuple) else (spec, {})
+        for i, ns in enumerate(times):
+            entry = {"name": name, "run_name": name, "run_type": "iteration",
+                     "repetition_index": i, "real_time": ns, "time_unit": "ns"}
+            entry.update(counters)
+            entries.append(entry)
+    return {"context": dict(context or {}), "benchmarks": entries}
+
+
+def analyzed_table(rows: dict, context=None) -> analysis.Table:
+    (table,) = analysis.analyze_run(results.from_json(synthetic_doc(rows, context)))
+    return table
+
+
+SPREAD_5 = [0.98, 0.99, 1.0, 1.01, 1.02]
+
+
+class MemoryAxis(unittest.TestCase):
+    def setUp(self):
+        self.tables = analysis.analyze_run(results.from_json(load_fixture()))
+
+    def test_peak_held_and_held_over_live_cells(self):
+        g = tables.grid(table_of(self.tables, "InsertSingle"))
+        rows = {cells[0]: dict(zip(g.headers, cells)) for cells in g.rows}
+        self.assertEqual((rows["size_class/fresh"]["peak held"],
+                          rows["size_class/fresh"]["held/live"]), ("847B", "1.21x"))
+        self.assertEqual(rows["limit"]["held/live"], "1.00x")
+        g = tables.grid(table_of(self.tables, "AllocPhases"))
+        rows = {cells[0]: dict(zip(g.headers, cells)) for cells in g.rows}
+        self.assertEqual(rows["monotonic"]["peak held"], "320MiB")
+
+    def test_held_method_from_the_label_then_the_context(self):
+        row = self.tables[0].rows[0]
+        self.assertEqual((row.label, row.held_method), ("new_delete", "mallinfo2"))
+        preload = row_of(table_of(self.tables, "AllocPairs"), "malloc [preload=jemalloc]")
+        self.assertEqual(preload.held_method, "rss")  # the label wins over the context's map
+        table = analyzed_table({"AllocPairs/size_class": ([10] * 3, {
+            "peak_held_bytes": 100, "peak_live_bytes": 80})},
+            {results.HELD_METHOD_FIELD: {"size_class": "upstream"}})
+        self.assertEqual(table.rows[0].held_method, "upstream")
+
+    def test_held_method_map_as_google_benchmark_writes_it_a_json_string(self):
+        table = analyzed_table({"AllocPairs/malloc": ([10] * 3, {
+            "peak_held_bytes": 100, "peak_live_bytes": 80})},
+            {results.HELD_METHOD_FIELD: json.dumps({"malloc": "mallinfo2"})})
+        self.assertEqual(table.rows[0].held_method, "mallinfo2")
+
+    def test_phases_in_phase_order_whatever_the_counter_order(self):
+        # Google Benchmark writes counters alphabetically: free90, grow, remix.
+        counters = {"peak_held_bytes": 40, "peak_live_bytes": 32,
+                    "phase_free90_held_bytes": 20, "phase_free90_live_bytes": 4,
+                    "phase_grow_held_bytes": 40, "phase_grow_live_bytes": 32,
+                    "phase_remix_held_bytes": 30, "phase_remix_live_bytes": 16}
+        table = analyzed_table({"AllocPhases/size_class": ([10] * 3, counters)})
+        self.assertEqual(table.phases, ["grow", "free90", "remix"])
+        self.assertEqual(tables.phase_grid(table).rows[0][1:],
+                         ["40B", "1.25x", "20B", "5.00x", "30B", "1.88x"])
+
+    def test_a_file_without_the_memory_counters_has_no_memory_columns(self):
+        table = analyzed_table({"AllocPairs/new_delete": [10, 11, 12],
+                                "AllocPairs/bare_list": [5, 5.5, 6]})
+        self.assertNotIn("peak held", tables.grid(table).headers)
+        self.assertFalse(any(line.startswith("leanest") for line in tables.verdict_lines(table)))
+
+    def test_compare_with_an_old_file_shows_a_dash_for_the_missing_counters(self):
+        new = results.from_json(load_fixture())
+        old_doc = load_fixture()
+        for entry in old_doc["benchmarks"]:
+            for field in [f for f in entry if f.startswith(("peak_", "phase_"))]:
+                del entry[field]
+        compared = analysis.analyze_compare(results.from_json(old_doc), new)
+        g = tables.grid(table_of(compared, "AllocPairs"))
+        self.assertIn("old peak held", g.headers)
+        row = dict(zip(g.headers, g.rows[0]))
+        self.assertEqual((row["old peak held"], row["new peak held"]), ("—", "83B"))
+        self.assertEqual(g.rows[0][3], "~ (p=1.000)")  # time: the same samples
+        self.assertEqual(g.rows[0][g.headers.index("new peak held") + 1], "—")  # its delta
+        self.assertEqual(g.rows[0][g.headers.index("old held/live")], "—")
+        with tempfile.TemporaryDirectory() as out:
+            path = os.path.join(out, "old.json")
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(old_doc, f)
+            done = subprocess.run([sys.executable, os.path.join(REPORT, "compare.py"), path,
+                                   FIXTURE, "--workload", "AllocPairs"],
+                                  capture_output=True, text=True, timeout=60)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn("old peak held", done.stdout)
+
+    def test_phase_table(self):
+        g = tables.phase_grid(table_of(self.tables, "AllocPhases"))
+        self.assertEqual(g.headers, ["strategy/variant", "grow held", "grow held/live",
+                                     "free90 held", "free90 held/live", "remix held",
+                                     "remix held/live"])
+        rows = {cells[0]: cells for cells in g.rows}
+        self.assertEqual(rows["size_class"][1:5], ["48.4MiB", "1.21x", "48.4MiB", "12.1x"])
+        self.assertEqual(rows["malloc"][3:5], ["20MiB", "5.00x"])  # malloc gave some back
+        self.assertIsNone(tables.phase_grid(table_of(self.tables, "AllocPairs")))
+        self.assertIn("at the end of each phase",
+                      tables.render_table(table_of(self.tables, "AllocPhases")))
+
+
+class Pareto(unittest.TestCase):
+    def test_rows_no_other_row_beats_in_both(self):
+        def row(ns, held):
+            return ([ns] * 3, {"peak_held_bytes": held, "peak_live_bytes": 100})
+        table = analyzed_table({
+            "AllocPairs/fast_big": row(10, 1000), "AllocPairs/slow_small": row(50, 120),
+            "AllocPairs/beaten": row(60, 1100),        # slower and bigger than both
+            "AllocPairs/half_beaten": row(50, 500),    # as slow as slow_small, holds more
+            "AllocPairs/middle": row(30, 400), "AllocPairs/bare_list": row(5, 100)})
+        front = [r.label for r in analysis.pareto_front(table.rows)]
+        # bare_list beats every row in both; the reference is not a candidate in a verdict.
+        self.assertEqual(front, ["bare_list"])
+        v = analysis.verdict(table)
+        self.assertEqual([r.label for r in v.pareto], ["fast_big", "slow_small", "middle"])
+
+    def test_equal_points_do_not_beat_each_other(self):
+        front = analysis.pareto_front(analyzed_table({
+            "AllocPairs/a": ([10] * 3, {"peak_held_bytes": 10, "peak_live_bytes": 10}),
+            "AllocPairs/b": ([10] * 3, {"peak_held_bytes": 10, "peak_live_bytes": 10})}).rows)
+        self.assertEqual(len(front), 2)
+
+    def test_csv_marks_the_front(self):
+        analyzed = analysis.analyze_run(results.from_json(load_fixture()))
+        records = summary_csv.rows(table_of(analyzed, "InsertSingle"))
+        self.assertEqual(sorted(r["label"] for r in records if r["pareto"] == "yes"),
+                         ["monotonic/pooled", "size_class/fresh", "size_class/pooled"])
+
+
+class TieVerdicts(unittest.TestCase):
+    def test_overlapping_rows_are_a_tied_group_not_a_winner(self):
+        table = analyzed_table({
+            "AllocPairs/new_delete": [20 * f for f in SPREAD_5],
+            "AllocPairs/a": [10.0, 10.4, 10.8, 11.2, 11.6],
+            "AllocPairs/b": [10.2, 10.6, 11.0, 11.4, 11.8],
+            "AllocPairs/bare_list": [5 * f for f in SPREAD_5]})
+        v = analysis.verdict(table)
+        self.assertIsNone(v.fastest.winner)
+        self.assertEqual([r.label for r in v.fastest.rows], ["a", "b"])
+        line = tables.verdict_lines(table)[0]
+        self.assertEqual(line, "fastest: no single row; tied (U test p ≥ 0.05, 5 runs each): "
+                               "a, b; lowest median a at 10.8ns/op")
+
+    def test_a_winner_is_named_with_its_p_against_the_runner_up(self):
+        table = analyzed_table({"AllocPairs/new_delete": [20 * f for f in SPREAD_5],
+                                "AllocPairs/a": [10 * f for f in SPREAD_5],
+                                "AllocPairs/b": [12 * f for f in SPREAD_5]})
+        v = analysis.verdict(table)
+        self.assertEqual((v.fastest.winner.label, v.fastest.runner_up.label), ("a", "b"))
+        self.assertTrue(tables.verdict_lines(table)[0].startswith(
+            "fastest: a at 10ns/op (p=0.008 against the runner-up b, 5 runs each)"))
+
+    def test_three_runs_never_name_a_single_fastest(self):
+        table = analyzed_table({"AllocPairs/new_delete": [20, 21, 22],
+                                "AllocPairs/a": [10, 10.1, 10.2], "AllocPairs/b": [12, 13, 14]})
+        self.assertIn("fastest: no single row; tied (U test p ≥ 0.05, 3 runs each)",
+                      tables.verdict_lines(table)[0])
+        table = analyzed_table({"AllocPairs/new_delete": [20, 21],
+                                "AllocPairs/a": [10, 10.1]})
+        self.assertIn("tied (too few runs to tell them apart, 2 runs each)",
+                      tables.verdict_lines(table)[0])
+
+    def test_counters_the_same_in_every_run_need_no_test(self):
+        # 3 runs cannot reach p < 0.05, but B/op the same in every run is not noise.
+        table = analyzed_table({
+            "InsertSingle/new_delete/fresh": ([20, 21, 22], {"bytes_per_op": 700}),
+            "InsertSingle/a/pooled": ([10, 11, 12], {"bytes_per_op": 0}),
+            "InsertSingle/b/pooled": ([10, 11, 12], {"bytes_per_op": 128})})
+        line = next(l for l in tables.verdict_lines(table) if l.startswith("fewest"))
+        self.assertEqual(line, "fewest heap B/op: a/pooled at 0B/op (runner-up b/pooled; both "
+                               "the same in every run, 3 runs each)")
+
+    def test_preload_note_names_the_strategy_that_ran(self):
+        table = analyzed_table({"InsertSingle/new_delete/fresh": [20, 21, 22],
+                                "InsertSingle/new_delete/fresh [preload=tcmalloc]": [15, 16, 17]})
+        self.assertIn("note: preload rows run the new_delete strategy with the process "
+                      "allocator replaced by LD_PRELOAD", tables.verdict_lines(table))
+
+    def test_one_run_names_no_single_row(self):
+        table = analyzed_table({"AllocPairs/a": ([24.5], {"bytes_per_op": 0}),
+                                "AllocPairs/b": ([57.2], {"bytes_per_op": 64})})
+        lines = tables.verdict_lines(table)
+        self.assertTrue(lines[0].startswith("fastest: no single row; tied (too few runs to "
+                                            "tell them apart, 1 run each)"), lines)
+        self.assertTrue(lines[1].startswith("fewest heap B/op: no single row"), lines)
+        self.assertIn("1 run each", tables.caption(table))
+
+    def test_checked_is_never_crowned(self):
+        doc = load_fixture()
+        for entry in doc["benchmarks"]:  # a noise burst that makes the debugging strategy look best
+            if entry.get("run_name", "").startswith("InsertSingle/checked/pooled"):
+                entry["real_time"] = 0.01  # µs
+        (table,) = [t for t in analysis.analyze_run(results.from_json(doc))
+                    if t.title == "InsertSingle"]
+        self.assertEqual(min(table.rows, key=lambda r: r.median("ns_per_op")).label,
+                         "checked/pooled")
+        v = analysis.verdict(table)
+        self.assertEqual(v.fastest.winner.label, "monotonic/pooled")
+        self.assertNotIn("checked/pooled", [r.label for r in v.pareto])
+        self.assertIn("note: checked/fresh, checked/pooled left out of the verdicts "
+                      "(a debugging strategy)", tables.verdict_lines(table))
+
+    def test_plain_wrapper_is_shown_but_never_judged(self):
+        table = table_of(analysis.analyze_run(results.from_json(load_fixture())), "AllocPairs")
+        plain = row_of(table, "mimalloc_plain")
+        self.assertEqual(plain.role, "plain")
+        self.assertNotIn(plain, analysis.verdict_rows(table))
+
+
+class NoisyReference(unittest.TestCase):
+    ROWS = {"InsertSingle/new_delete/fresh": [900 * f for f in SPREAD_5],
+            "InsertSingle/size_class/fresh": [500 * f for f in SPREAD_5]}
+
+    def test_a_reference_noisier_than_its_rows_is_flagged(self):
+        table = analyzed_table(dict(self.ROWS, **{
+            "InsertSingle/limit": [200.0, 240.0, 300.0, 380.0, 420.0]}))
+        noisy = analysis.noisy_reference(table)
+        self.assertIsNotNone(noisy)
+        self.assertAlmostEqual(noisy.reference_spread, 70 / 300)
+        self.assertIn("note: the reference limit is noisier (±23%) than the rows it judges "
+                      "(median ±1%): its 'vs limit' ratios are unreliable; rerun with more "
+                      "--repetitions", tables.verdict_lines(table))
+        self.assertEqual({r["reference_noisy"] for r in summary_csv.rows(table)}, {"yes"})
+
+    def test_a_quiet_reference_is_not(self):
+        table = analyzed_table(dict(self.ROWS, **{"InsertSingle/limit": [
+            300 * f for f in SPREAD_5]}))
+        self.assertIsNone(analysis.noisy_reference(table))
+        self.assertFalse(any("noisier" in line for line in tables.verdict_lines(table)))
+        # Noisier than the rows but under the floor: still quiet enough to judge by.
+        table = analyzed_table(dict(self.ROWS, **{"InsertSingle/limit": [
+            300 * f for f in (0.94, 0.97, 1.0, 1.03, 1.06)]}))
+        self.assertIsNone(analysis.noisy_reference(table))
 
 
 class CompareTables(unittest.TestCase):
@@ -262,7 +521,7 @@ class CompareTables(unittest.TestCase):
         rows = {cells[0]: cells for cells in g.rows}
         self.assertEqual(rows["size_class/pooled"][3], "-33.33% (p=0.008)")
         self.assertEqual(rows["new_delete/fresh"][3], "~ (p=1.000)")
-        self.assertEqual(rows["gone/fresh"][2], "-")
+        self.assertEqual(rows["gone/fresh"][2], "—")
         self.assertIn("2 faster, 0 slower", tables.verdict_lines(insert)[0])
 
 
@@ -274,7 +533,8 @@ class Files(unittest.TestCase):
             summary_csv.write(path, analyzed)
             with open(path, newline="", encoding="utf-8") as f:
                 reader = csv.DictReader(f)
-                self.assertEqual(reader.fieldnames, summary_csv.header())
+                self.assertEqual(reader.fieldnames,
+                                 summary_csv.header(phases=("grow", "free90", "remix")))
                 records = list(reader)
             self.assertEqual(len(records), sum(len(t.rows) for t in analyzed))
             pooled = next(r for r in records if r["workload"] == "InsertSingle"
@@ -282,6 +542,15 @@ class Files(unittest.TestCase):
             self.assertEqual(pooled["allocs_per_op_delta_pct"], "-90")
             self.assertLess(float(pooled["ns_per_op_p"]), 0.05)
             self.assertEqual(pooled["baseline"], "new_delete/fresh")
+            fresh = next(r for r in records if r["workload"] == "InsertSingle"
+                         and r["label"] == "size_class/fresh")
+            self.assertEqual((fresh["peak_held_bytes"], fresh["peak_live_bytes"],
+                              fresh["held_over_live"], fresh["held_method"], fresh["pareto"]),
+                             ("847", "700", "1.21", "upstream", "yes"))
+            phases = next(r for r in records if r["workload"] == "AllocPhases"
+                          and r["label"] == "size_class")
+            self.assertEqual(phases["phase_free90_held_over_live"], "12.1")
+            self.assertEqual(fresh["phase_free90_held_bytes"], "")
 
             chart_paths = charts.write_all(analyzed, os.path.join(out, "charts"))
             self.assertIn("AllocMixedShared thread scaling", chart_paths)
@@ -294,6 +563,15 @@ class Files(unittest.TestCase):
                 page = f.read()
             self.assertEqual(page.count('src="data:image/png;base64,'), len(chart_paths))
             self.assertIn("<td class=\"num better\">-90.00% (p=0.004)</td>", page)
+            # A time-vs-peak-held chart per table, embedded after its table.
+            for table in analyzed:
+                self.assertIn(charts.memory_key(table.title), chart_paths)
+            self.assertEqual(page.count("time/op against peak held, Pareto front marked"),
+                             len(analyzed))
+            self.assertIn("<th>peak held</th><th>held/live</th>", page)
+            self.assertIn("Held and held/live at the end of each phase", page)
+            self.assertIn("<th>free90 held/live</th>", page)
+            self.assertIn('class="note"', page)
 
 
 class Progress_(unittest.TestCase):
@@ -320,12 +598,53 @@ class Runner(unittest.TestCase):
         plan = runner.plan(FAKE_BENCH, runner.strategy_names(FAKE_BENCH), strategy="size_class",
                            workloads=["InsertSingle", "AllocPairs"], preloads=["jemalloc"])
         # The rows of one table run back to back, so they share the machine's load.
+        # The preload rows run malloc, and the plain malloc rows come along to compare with.
         self.assertEqual([j.display for j in plan.jobs], [
-            "AllocPairs/size_class", "AllocPairs/bare_list", "AllocPairs/new_delete",
-            "AllocPairs/new_delete [preload=jemalloc]", "InsertSingle/size_class/fresh",
-            "InsertSingle/size_class/pooled", "InsertSingle/limit",
-            "InsertSingle/new_delete/fresh", "InsertSingle/new_delete/fresh [preload=jemalloc]"])
-        self.assertEqual(plan.jobs[-1].args, ("--strategy=new_delete",))
+            "AllocPairs/size_class", "AllocPairs/mimalloc_plain", "AllocPairs/bare_list",
+            "AllocPairs/new_delete", "AllocPairs/malloc", "AllocPairs/malloc [preload=jemalloc]",
+            "InsertSingle/size_class/fresh", "InsertSingle/size_class/pooled",
+            "InsertSingle/limit", "InsertSingle/new_delete/fresh", "InsertSingle/malloc/fresh",
+            "InsertSingle/malloc/fresh [preload=jemalloc]"])
+        self.assertEqual(plan.jobs[-1].args, ("--strategy=malloc",))
+        self.assertEqual(plan.notes, [])
+
+    def test_a_binary_without_malloc_runs_the_preload_rows_on_new_delete(self):
+        os.environ["FAKE_BENCH_WITHOUT"] = "malloc"
+        try:
+            plan = runner.plan(FAKE_BENCH, runner.strategy_names(FAKE_BENCH),
+                               workloads=["InsertSingle"], preloads=["jemalloc"])
+        finally:
+            del os.environ["FAKE_BENCH_WITHOUT"]
+        self.assertEqual([(j.display, j.args) for j in plan.jobs if j.preload],
+                         [("InsertSingle/new_delete/fresh [preload=jemalloc]",
+                           ("--strategy=new_delete",))])
+        self.assertIn("has no malloc strategy: the preload rows run new_delete", plan.notes[0])
+
+    def test_schedule_interleaves_the_rows_of_each_table(self):
+        known = runner.strategy_names(FAKE_BENCH)
+        plan = runner.plan(FAKE_BENCH, known, workloads=["InsertSingle", "AllocPairs"],
+                           preloads=["jemalloc"])
+        steps = runner.schedule(plan.jobs, 4, known, seed=7)
+        self.assertEqual(len(steps), 4 * len(plan.jobs))
+        self.assertEqual(steps, runner.schedule(plan.jobs, 4, known, seed=7))  # replayable
+        tables_in_order = []
+        for step in steps:  # table after table: a table's steps are contiguous
+            table = results.parse_name(step.job.name, known).table
+            if not tables_in_order or tables_in_order[-1] != table:
+                self.assertNotIn(table, tables_in_order)
+                tables_in_order.append(table)
+        orders = []
+        at = 0
+        for table in tables_in_order:
+            rows = [j for j in plan.jobs if results.parse_name(j.name, known).table == table]
+            for round_index in range(4):
+                chunk = steps[at:at + len(rows)]
+                at += len(rows)
+                self.assertEqual({s.round for s in chunk}, {round_index})
+                self.assertEqual(sorted(s.job.display for s in chunk),
+                                 sorted(j.display for j in rows))  # every row once per round
+                orders.append(tuple(s.job.display for s in chunk))
+        self.assertGreater(len(set(orders)), len(tables_in_order))  # shuffled anew per round
 
     def test_unknown_workload_is_an_error_that_lists_the_workloads(self):
         with self.assertRaisesRegex(runner.BenchError, "workloads available: AllocPairs"):
@@ -333,7 +652,7 @@ class Runner(unittest.TestCase):
 
     def test_strategies_come_from_the_binary(self):
         listed = runner.list_strategies(FAKE_BENCH)
-        self.assertEqual([s["name"] for s in listed][:2], ["new_delete", "std_sync_pool"])
+        self.assertEqual([s["name"] for s in listed][:2], ["new_delete", "malloc"])
         self.assertTrue(listed[0]["thread_safe"])
         self.assertEqual(runner.strategy_names(FAKE_BENCH), tuple(s["name"] for s in listed))
 
@@ -367,13 +686,28 @@ class Runner(unittest.TestCase):
                  "DatagramNoFormatting", "--no-preload"], capture_output=True, text=True,
                 timeout=120)
             self.assertEqual(done.returncode, 0, done.stderr)
-            self.assertIn("[1/4] DatagramNoFormatting/monotonic/fresh", done.stderr)
-            self.assertIn("[4/4] DatagramNoFormatting/new_delete/fresh", done.stderr)
+            # 4 rows, 3 runs each, one process per run, the rows of each round shuffled.
+            runs = re.findall(r"^\[(\d+)/12\] DatagramNoFormatting/(\S+) \(run (\d)/3\)",
+                              done.stderr, re.M)
+            self.assertEqual(len(runs), 12, done.stderr)
+            for round_index in "123":
+                self.assertEqual(sorted(row for _, row, r in runs if r == round_index),
+                                 ["limit", "monotonic/fresh", "monotonic/pooled",
+                                  "new_delete/fresh"])
             self.assertNotIn("preload", done.stderr)
             self.assertIn("monotonic/pooled", done.stdout)
             for name in ("results.json", "summary.csv", "report.html", "tables.txt",
-                         "charts/DatagramNoFormatting.png"):
+                         "charts/DatagramNoFormatting.png",
+                         "charts/memory_DatagramNoFormatting.png"):
                 self.assertTrue(os.path.exists(os.path.join(out, name)), name)
+            with open(os.path.join(out, "results.json"), encoding="utf-8") as f:
+                doc = json.load(f)
+            self.assertTrue(doc["context"]["pmrkit_interleaved"])
+            self.assertIsInstance(doc["context"]["pmrkit_seed"], int)
+            limit = [e["repetition_index"] for e in doc["benchmarks"]
+                     if e["name"] == "DatagramNoFormatting/limit"]
+            self.assertEqual(sorted(limit), [0, 1, 2])  # one process per run, numbered
+            self.assertIn("3 interleaved runs each", done.stdout)
 
 
 if __name__ == "__main__":
