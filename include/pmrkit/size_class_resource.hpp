@@ -97,6 +97,13 @@ class basic_size_class_resource final : public std::pmr::memory_resource {
   // except the peak.
   void release();
 
+  // Gives the calling thread's cached blocks of this resource back to the shared stores and
+  // returns every empty chunk to upstream, whatever max_retained allows: call it after a phase
+  // that freed most of what it allocated. Chunks that still hold a live block stay. Safe to
+  // call while other threads use the resource (their caches are theirs to give back: a thread
+  // does so when it exits, or when it calls trim()).
+  void trim() noexcept;
+
   size_class_stats stats() const;
   const size_class_options& options() const noexcept;
   std::pmr::memory_resource* upstream_resource() const noexcept;
