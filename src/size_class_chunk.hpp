@@ -22,11 +22,16 @@ inline void* next_of(void* block) noexcept {
 }
 inline void set_next(void* block, void* next) noexcept { std::memcpy(block, &next, sizeof next); }
 
+// Chunk sizes allowed: the chunk_size option's range (larger classes get larger chunks, within it).
+inline constexpr std::size_t smallest_chunk_bytes = 4096;
+inline constexpr std::size_t largest_chunk_bytes = std::size_t{256} << 20;
+
 enum class chunk_state : std::uint8_t { partial, full, empty };
 
 struct chunk_header {
   chunk_header* prev = nullptr;
   chunk_header* next = nullptr;
+  std::size_t bytes = 0;         // of the whole chunk, for whoever frees it
   void* free_list = nullptr;     // blocks given back to the shared store
   std::uint32_t free_count = 0;  // blocks on free_list
   std::uint32_t carved = 0;      // blocks [0, carved) have been handed out at least once
@@ -47,6 +52,9 @@ inline chunk_header* header_of_chunk(std::byte* base, std::size_t chunk_bytes) n
 inline std::byte* base_of_chunk(chunk_header* header, std::size_t chunk_bytes) noexcept {
   return reinterpret_cast<std::byte*>(header) + chunk_header_space - chunk_bytes;
 }
+inline std::byte* base_of_chunk(chunk_header* header) noexcept {
+  return base_of_chunk(header, header->bytes);
+}
 inline chunk_header* header_of_block(void* block, std::size_t chunk_bytes) noexcept {
   const auto address = reinterpret_cast<std::uintptr_t>(block);
   return header_of_chunk(reinterpret_cast<std::byte*>(address & ~(chunk_bytes - 1)), chunk_bytes);
@@ -62,8 +70,21 @@ class chunk_list {
   void push_front(chunk_header* chunk) noexcept {
     chunk->prev = nullptr;
     chunk->next = head_;
-    if (head_) head_->prev = chunk;
+    if (head_)
+      head_->prev = chunk;
+    else
+      tail_ = chunk;
     head_ = chunk;
+  }
+
+  void push_back(chunk_header* chunk) noexcept {
+    chunk->next = nullptr;
+    chunk->prev = tail_;
+    if (tail_)
+      tail_->next = chunk;
+    else
+      head_ = chunk;
+    tail_ = chunk;
   }
 
   void remove(chunk_header* chunk) noexcept {
@@ -71,19 +92,23 @@ class chunk_list {
       chunk->prev->next = chunk->next;
     else
       head_ = chunk->next;
-    if (chunk->next) chunk->next->prev = chunk->prev;
+    if (chunk->next)
+      chunk->next->prev = chunk->prev;
+    else
+      tail_ = chunk->prev;
     chunk->prev = chunk->next = nullptr;
   }
 
   // Detaches every chunk; returns the first (linked through next).
   chunk_header* take_all() noexcept {
     chunk_header* all = head_;
-    head_ = nullptr;
+    head_ = tail_ = nullptr;
     return all;
   }
 
  private:
   chunk_header* head_ = nullptr;
+  chunk_header* tail_ = nullptr;
 };
 
 }  // namespace pmrkit::detail

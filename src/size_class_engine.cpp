@@ -12,18 +12,19 @@
 namespace pmrkit::detail {
 namespace {
 
-constexpr std::size_t min_chunk_size = 4096;
-constexpr std::size_t max_chunk_size = std::size_t{256} << 20;
 // A class's chunk has room for at least this many blocks, so large classes are not all waste.
 // The header takes the last 64 bytes, so a power-of-two class gets one block fewer: seven.
 constexpr std::size_t min_blocks_per_chunk = 8;
 constexpr std::size_t min_chunk_bytes(std::size_t block_size) {
   return std::bit_ceil(min_blocks_per_chunk * block_size);
 }
+// A small class's chunk holds about this many blocks, up to chunk_size: a class gets chunks in
+// proportion to its blocks, so the partly used chunk each class in use keeps costs little.
+constexpr std::size_t small_class_blocks = 128;
 constexpr bool every_class_gets_seven_blocks() {
   for (unsigned index = 0; index < size_classes::count; ++index) {
     const std::size_t size = size_classes::size_of(index);
-    if (blocks_per_chunk(std::max(min_chunk_size, min_chunk_bytes(size)), size) <
+    if (blocks_per_chunk(std::max(smallest_chunk_bytes, min_chunk_bytes(size)), size) <
         min_blocks_per_chunk - (std::has_single_bit(size) ? 1 : 0))
       return false;
   }
@@ -52,8 +53,8 @@ size_class_engine<Policy>::size_class_engine(const size_class_options& options,
               options.max_pooled <= size_classes::largest,
           "max_pooled is " + std::to_string(options.max_pooled) +
               "; allowed: a power of two from 8 to 1048576 (1 MiB)");
-  require(std::has_single_bit(options.chunk_size) && options.chunk_size >= min_chunk_size &&
-              options.chunk_size <= max_chunk_size,
+  require(std::has_single_bit(options.chunk_size) && options.chunk_size >= smallest_chunk_bytes &&
+              options.chunk_size <= largest_chunk_bytes,
           "chunk_size is " + std::to_string(options.chunk_size) +
               "; allowed: a power of two from 4096 (4 KiB) to 268435456 (256 MiB)");
 
@@ -62,8 +63,10 @@ size_class_engine<Policy>::size_class_engine(const size_class_options& options,
   for (unsigned index = 0; index < class_count_; ++index) {
     class_info& info = info_[index];
     info.block_size = size_classes::size_of(index);
-    info.chunk_bytes =
-        std::max(options.chunk_size, min_chunk_bytes(info.block_size));
+    info.chunk_bytes = std::max(
+        min_chunk_bytes(info.block_size),
+        std::clamp(std::bit_ceil(small_class_blocks * info.block_size), smallest_chunk_bytes,
+                   options.chunk_size));
     info.capacity = blocks_per_chunk(info.chunk_bytes, info.block_size);
     info.batch = static_cast<std::uint32_t>(
         std::clamp<std::size_t>(refill_bytes / info.block_size, 1, max_batch));
@@ -234,17 +237,17 @@ block_list size_class_engine<Policy>::take(unsigned index, std::uint32_t wanted,
   block_list out;
   {
     const std::lock_guard lock(store.mutex);
-    store.take(info, wanted, out, empty_chunk_bytes_);
+    store.take(info, wanted, out);
     if (out.count > 0) {
       store.allocations += allocations;
       return out;
     }
   }
   // Upstream is called without the lock held; if it throws, nothing has changed.
-  chunk_header* const chunk = new_chunk(index);
+  chunk_header* const chunk = obtain_chunk(index);
   const std::lock_guard lock(store.mutex);
   store.add_chunk(chunk);
-  store.take(info, wanted, out, empty_chunk_bytes_);
+  store.take(info, wanted, out);
   store.allocations += allocations;
   return out;
 }
@@ -253,41 +256,59 @@ template <class Policy>
 void size_class_engine<Policy>::give(unsigned index, void* blocks, std::uint32_t count,
                                      std::uint64_t allocations) noexcept {
   class_store<Policy>& store = stores_[index];
-  const class_info& info = info_[index];
-  chunk_header* released = nullptr;
+  chunk_header* emptied = nullptr;
   {
     const std::lock_guard lock(store.mutex);
-    store.give(info, blocks, count, options_.max_retained, empty_chunk_bytes_, released);
+    store.give(info_[index], blocks, count, emptied);
     store.allocations += allocations;
   }
-  free_chunks(released, info.chunk_bytes);
+  retire_chunks(emptied);
 }
 
 template <class Policy>
-chunk_header* size_class_engine<Policy>::new_chunk(unsigned index) {
+chunk_header* size_class_engine<Policy>::obtain_chunk(unsigned index) {
   const class_info& info = info_[index];
-  void* const memory = upstream_->allocate(info.chunk_bytes, info.chunk_bytes);
-  if (reinterpret_cast<std::uintptr_t>(memory) & (info.chunk_bytes - 1)) {
-    upstream_->deallocate(memory, info.chunk_bytes, info.chunk_bytes);
-    throw std::runtime_error("pmrkit: size_class: upstream returned a block of " +
-                             std::to_string(info.chunk_bytes) +
-                             " bytes that is not aligned to " + std::to_string(info.chunk_bytes) +
-                             " as requested; use an upstream that honours alignment");
-  }
-  auto* const chunk =
-      new (header_of_chunk(static_cast<std::byte*>(memory), info.chunk_bytes)) chunk_header{};
+  chunk_header* chunk = empty_chunks_.take(info.chunk_bytes);
+  if (!chunk) chunk = new_chunk(info.chunk_bytes);
+  *chunk = chunk_header{};
+  chunk->bytes = info.chunk_bytes;
   chunk->capacity = info.capacity;
-  peak_bytes_from_upstream_.raise_to(bytes_from_upstream_.add(info.chunk_bytes));
   return chunk;
 }
 
 template <class Policy>
-void size_class_engine<Policy>::free_chunks(chunk_header* chain,
-                                            std::size_t chunk_bytes) noexcept {
+chunk_header* size_class_engine<Policy>::new_chunk(std::size_t chunk_bytes) {
+  void* const memory = upstream_->allocate(chunk_bytes, chunk_bytes);
+  if (reinterpret_cast<std::uintptr_t>(memory) & (chunk_bytes - 1)) {
+    upstream_->deallocate(memory, chunk_bytes, chunk_bytes);
+    throw std::runtime_error("pmrkit: size_class: upstream returned a block of " +
+                             std::to_string(chunk_bytes) + " bytes that is not aligned to " +
+                             std::to_string(chunk_bytes) +
+                             " as requested; use an upstream that honours alignment");
+  }
+  peak_bytes_from_upstream_.raise_to(bytes_from_upstream_.add(chunk_bytes));
+  return new (header_of_chunk(static_cast<std::byte*>(memory), chunk_bytes)) chunk_header{};
+}
+
+template <class Policy>
+void size_class_engine<Policy>::retire_chunks(chunk_header* chain) noexcept {
   while (chain) {
     chunk_header* const next = chain->next;
-    upstream_->deallocate(base_of_chunk(chain, chunk_bytes), chunk_bytes, chunk_bytes);
-    bytes_from_upstream_.subtract(chunk_bytes);
+    if (!empty_chunks_.keep(chain, chain->bytes, options_.max_retained)) {
+      chain->next = nullptr;
+      free_chunks(chain);
+    }
+    chain = next;
+  }
+}
+
+template <class Policy>
+void size_class_engine<Policy>::free_chunks(chunk_header* chain) noexcept {
+  while (chain) {
+    chunk_header* const next = chain->next;
+    const std::size_t bytes = chain->bytes;
+    upstream_->deallocate(base_of_chunk(chain), bytes, bytes);
+    bytes_from_upstream_.subtract(bytes);
     chain = next;
   }
 }
@@ -342,10 +363,11 @@ void size_class_engine<Policy>::release() noexcept {
     chunk_header* all = nullptr;
     {
       const std::lock_guard lock(stores_[index].mutex);
-      all = stores_[index].take_every_chunk(empty_chunk_bytes_, info_[index].chunk_bytes);
+      all = stores_[index].take_every_chunk();
     }
-    free_chunks(all, info_[index].chunk_bytes);
+    free_chunks(all);
   }
+  free_chunks(empty_chunks_.take_all());
   const std::lock_guard lock(large_mutex_);  // release() runs alone; this only orders memory
   large_blocks_.for_each([&](const large_blocks::block& b) {
     upstream_->deallocate(b.address, b.bytes, b.alignment);
@@ -354,6 +376,23 @@ void size_class_engine<Policy>::release() noexcept {
   bytes_from_upstream_.subtract(large_blocks_.storage_bytes());
   large_blocks_.release_storage(upstream_);
   large_allocations_ = large_deallocations_ = large_unknown_deallocations_ = 0;
+}
+
+template <class Policy>
+void size_class_engine<Policy>::trim() noexcept {
+  size_class_cache* local = nullptr;
+  if constexpr (per_thread_caches) {
+    local = thread_cache_set::find(this);  // no cache made just to be emptied
+  } else {
+    local = &own_cache_;
+  }
+  if (local) {
+    for (unsigned index = 0; index < class_count_; ++index) {
+      const auto held = static_cast<std::uint32_t>(local->lists[index].count.get());
+      if (held > 0) flush(*local, index, held);
+    }
+  }
+  free_chunks(empty_chunks_.take_all());
 }
 
 template <class Policy>
@@ -407,7 +446,7 @@ size_class_stats size_class_engine<Policy>::stats() const {
   out.bytes_from_upstream = bytes_from_upstream_.get();
   // The peak is raised just after the bytes grow; a snapshot in between must not show less.
   out.peak_bytes_from_upstream = std::max(peak_bytes_from_upstream_.get(), out.bytes_from_upstream);
-  out.empty_chunk_bytes = empty_chunk_bytes_.get();
+  out.empty_chunk_bytes = empty_chunks_.bytes();
   return out;
 }
 

@@ -15,6 +15,7 @@
 
 #include "pmrkit/size_class_resource.hpp"
 #include "size_class_cache.hpp"
+#include "size_class_empty_chunks.hpp"
 #include "size_class_large_blocks.hpp"
 #include "size_class_policy.hpp"
 #include "size_class_store.hpp"
@@ -74,6 +75,7 @@ class size_class_engine {
   }
 
   void release() noexcept;
+  void trim() noexcept;
   size_class_stats stats() const;
   const size_class_options& options() const noexcept { return options_; }
   std::pmr::memory_resource* upstream() const noexcept { return upstream_; }
@@ -114,8 +116,12 @@ class size_class_engine {
   block_list take(unsigned index, std::uint32_t wanted, std::uint64_t allocations);
   void give(unsigned index, void* blocks, std::uint32_t count,
             std::uint64_t allocations) noexcept;
-  chunk_header* new_chunk(unsigned index);
-  void free_chunks(chunk_header* chain, std::size_t chunk_bytes) noexcept;
+  // A chunk for class `index`: an empty one that any class gave up, else a new one.
+  chunk_header* obtain_chunk(unsigned index);
+  chunk_header* new_chunk(std::size_t chunk_bytes);
+  // Keeps each chunk of the chain among the empty chunks, within max_retained, or frees it.
+  void retire_chunks(chunk_header* chain) noexcept;
+  void free_chunks(chunk_header* chain) noexcept;
   void* allocate_large(std::size_t bytes, std::size_t alignment);
   void deallocate_large(void* block, std::size_t bytes, std::size_t alignment) noexcept;
 
@@ -134,6 +140,7 @@ class size_class_engine {
 
   // Touched in batches, each store on its own cache lines.
   std::array<class_store<Policy>, size_classes::count> stores_{};
+  empty_chunks<Policy> empty_chunks_;
   [[no_unique_address]] std::conditional_t<per_thread_caches, thread_cache_set, nothing>
       thread_caches_{};
 
@@ -145,7 +152,6 @@ class size_class_engine {
 
   alignas(64) shared_counter bytes_from_upstream_;
   shared_counter peak_bytes_from_upstream_;
-  shared_counter empty_chunk_bytes_;
 };
 
 }  // namespace pmrkit::detail

@@ -20,6 +20,11 @@ void basic_size_class_resource<Policy>::release() {
 }
 
 template <class Policy>
+void basic_size_class_resource<Policy>::trim() noexcept {
+  engine_->trim();
+}
+
+template <class Policy>
 size_class_stats basic_size_class_resource<Policy>::stats() const {
   return engine_->stats();
 }

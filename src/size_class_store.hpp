@@ -1,7 +1,7 @@
 // Internal: the shared store of one size class — the chunks of that class and their free
 // blocks. Caches refill from it and overflow into it in batches; a block that comes back is
 // pushed onto its own chunk's free list (found by mask), so each chunk knows how many of its
-// blocks are out, and a chunk with none out can go back to upstream.
+// blocks are out, and a chunk with none out leaves the class (size_class_empty_chunks.hpp).
 // Every member function runs under `mutex` (the engine takes it; unsync: a no-op).
 #pragma once
 
@@ -29,12 +29,13 @@ struct block_list {
 
 template <class Policy>
 struct alignas(64) class_store {
-  using shared_counter = typename policy_traits<Policy>::shared_counter;
-
   mutable typename policy_traits<Policy>::mutex mutex;
-  chunk_list partial;  // some blocks out, some free
+  // Some blocks out, some free. Refills take from the front; a chunk that gets a block back
+  // while full goes to the front, one that thins out to a quarter of its blocks goes to the
+  // back. So refills keep dense chunks dense and leave sparse ones to drain: a live set that
+  // shrinks or whose mix of sizes drifts empties whole chunks, which can then serve any class.
+  chunk_list partial;
   chunk_list full;     // every block out
-  chunk_list empty;    // no block out; counted in the engine's empty bytes
   std::uint64_t chunks = 0;
   std::uint64_t blocks_out = 0;     // allocated or cached, over all chunks
   std::uint64_t allocations = 0;    // for caches that are gone and for uncached calls
@@ -45,20 +46,13 @@ struct alignas(64) class_store {
     ++chunks;
   }
 
-  // Moves up to `wanted` blocks onto `out`, lowest addresses first from fresh chunks.
-  void take(const class_info& info, std::uint32_t wanted, block_list& out,
-            shared_counter& empty_bytes) noexcept {
+  // Moves up to `wanted` blocks onto `out`; blocks of a fresh chunk lowest addresses first.
+  // Leaves `out` short if the class's chunks run out.
+  void take(const class_info& info, std::uint32_t wanted, block_list& out) noexcept {
     const std::uint32_t before = out.count;
     while (out.count < wanted) {
-      chunk_header* chunk = partial.front();
-      if (!chunk) {
-        chunk = empty.front();
-        if (!chunk) break;
-        empty.remove(chunk);
-        empty_bytes.subtract(info.chunk_bytes);
-        chunk->state = chunk_state::partial;
-        partial.push_front(chunk);
-      }
+      chunk_header* const chunk = partial.front();
+      if (!chunk) break;
       while (chunk->free_list && out.count < wanted) {
         void* block = chunk->free_list;
         chunk->free_list = next_of(block);
@@ -87,11 +81,12 @@ struct alignas(64) class_store {
     blocks_out += out.count - before;
   }
 
-  // Takes back `count` blocks linked from `blocks`. A chunk that empties is kept while the
-  // engine's empty bytes stay within max_retained; otherwise it is unlinked and chained onto
-  // `released` (through next) for the caller to return to upstream after unlocking.
-  void give(const class_info& info, void* blocks, std::uint32_t count, std::size_t max_retained,
-            shared_counter& empty_bytes, chunk_header*& released) noexcept {
+  // Takes back `count` blocks linked from `blocks`. A chunk whose last block comes back leaves
+  // the class, fresh again, chained onto `emptied` (through next) for the caller to keep or
+  // return to upstream after unlocking.
+  void give(const class_info& info, void* blocks, std::uint32_t count,
+            chunk_header*& emptied) noexcept {
+    const std::uint32_t sparse = info.capacity / 4;
     for (std::uint32_t i = 0; i < count; ++i) {
       void* block = blocks;
       blocks = next_of(block);
@@ -100,38 +95,32 @@ struct alignas(64) class_store {
       set_next(block, chunk->free_list);
       chunk->free_list = block;
       ++chunk->free_count;
-      if (chunk->blocks_out() == 0) {
+      const std::uint32_t out = chunk->blocks_out();
+      if (out == 0) {
         (was_full ? full : partial).remove(chunk);
-        // Fresh again: carving restarts at the chunk's start, so a reused chunk is dense.
-        chunk->free_list = nullptr;
-        chunk->free_count = 0;
-        chunk->carved = 0;
-        if (empty_bytes.get() + info.chunk_bytes <= max_retained) {
-          empty_bytes.add(info.chunk_bytes);
-          chunk->state = chunk_state::empty;
-          empty.push_front(chunk);
-        } else {
-          --chunks;
-          chunk->next = released;
-          released = chunk;
-        }
+        --chunks;
+        chunk->state = chunk_state::empty;
+        chunk->next = emptied;
+        emptied = chunk;
       } else if (was_full) {
         full.remove(chunk);
         chunk->state = chunk_state::partial;
         partial.push_front(chunk);
+      } else if (out == sparse) {
+        partial.remove(chunk);
+        partial.push_back(chunk);
       }
     }
     blocks_out -= count;
   }
 
   // Unlinks every chunk, chained through next, for the caller to free; resets the counters.
-  chunk_header* take_every_chunk(shared_counter& empty_bytes, std::size_t chunk_bytes) noexcept {
+  chunk_header* take_every_chunk() noexcept {
     chunk_header* all = nullptr;
-    for (chunk_list* list : {&partial, &full, &empty}) {
+    for (chunk_list* list : {&partial, &full}) {
       chunk_header* chunk = list->take_all();
       while (chunk) {
         chunk_header* const next = chunk->next;
-        if (list == &empty) empty_bytes.subtract(chunk_bytes);
         chunk->next = all;
         all = chunk;
         chunk = next;

@@ -13,24 +13,29 @@ namespace pmrkit::detail::size_classes {
 
 inline constexpr std::size_t smallest = 8;
 inline constexpr std::size_t largest = std::size_t{1} << 20;
-inline constexpr unsigned count = 61;
+// Classes per power of two above 128 bytes, and its log2.
+inline constexpr unsigned steps_per_doubling = 4;
+inline constexpr unsigned step_bits = 2;
+static_assert(steps_per_doubling == 1u << step_bits);
+inline constexpr unsigned count = 9 + 13 * steps_per_doubling;  // 8, 16..128, then 2^7..2^20
 inline constexpr unsigned none = 255;  // "not pooled": the request goes to upstream
 
 // The class index of a request of `bytes`, 1 <= bytes <= largest.
 constexpr unsigned index_of(std::size_t bytes) noexcept {
   if (bytes <= 8) return 0;
   if (bytes <= 128) return static_cast<unsigned>((bytes + 15) >> 4);
-  // bytes lies in (2^(width-1), 2^width], which is cut into four steps of 2^(width-3).
+  // bytes lies in (2^(width-1), 2^width], which is cut into steps of 2^(width-1-step_bits).
   const auto width = static_cast<unsigned>(std::bit_width(bytes - 1));
   const std::size_t half = std::size_t{1} << (width - 1);
-  return 9 + (width - 8) * 4 + static_cast<unsigned>((bytes - 1 - half) >> (width - 3));
+  return 9 + (width - 8) * steps_per_doubling +
+         static_cast<unsigned>((bytes - 1 - half) >> (width - 1 - step_bits));
 }
 
 constexpr std::size_t size_of(unsigned index) noexcept {
   if (index == 0) return 8;
   if (index <= 8) return std::size_t{index} * 16;
-  const std::size_t base = std::size_t{128} << ((index - 9) / 4);
-  return base + ((index - 9) % 4 + 1) * (base / 4);
+  const std::size_t base = std::size_t{128} << ((index - 9) / steps_per_doubling);
+  return base + ((index - 9) % steps_per_doubling + 1) * (base / steps_per_doubling);
 }
 
 // Blocks of a class lie at multiples of their size from an aligned chunk start, so this is the

@@ -30,11 +30,14 @@ namespace pmrkit {
 struct size_class_options {
   // Largest pooled request; a power of two from 8 B to 1 MiB. Larger ones go to upstream.
   std::size_t max_pooled = 64 * 1024;
-  // Bytes of a chunk, a power of two from 4 KiB to 256 MiB. A class too large for that gets
+  // Bytes of a chunk, a power of two from 4 KiB to 256 MiB. A small class gets chunks of about
+  // 128 blocks (at least 4 KiB, at most this), so a class in light use holds little. A class
+  // too large for that gets
   // chunks of bit_ceil(8 × its size): eight blocks, or seven for a power-of-two class, whose
   // last block gives way to the chunk's header. Chunks are requested aligned to their size.
   std::size_t chunk_size = 64 * 1024;
-  // Bytes the resource may keep in chunks whose blocks are all free; beyond it such chunks
+  // Bytes the resource may keep in chunks whose blocks are all free (any class with the same
+  // chunk size reuses them); beyond it such chunks
   // go back to upstream as soon as they empty. 0 returns every empty chunk at once. The
   // default lets a burst of a few MiB be reused without a round trip to upstream.
   std::size_t max_retained = 4 * 1024 * 1024;
@@ -96,6 +99,13 @@ class basic_size_class_resource final : public std::pmr::memory_resource {
   // invalid), and empties every thread's cache of this resource. Counters restart at zero,
   // except the peak.
   void release();
+
+  // Gives the calling thread's cached blocks of this resource back to the shared stores and
+  // returns every empty chunk to upstream, whatever max_retained allows: call it after a phase
+  // that freed most of what it allocated. Chunks that still hold a live block stay. Safe to
+  // call while other threads use the resource (their caches are theirs to give back: a thread
+  // does so when it exits, or when it calls trim()).
+  void trim() noexcept;
 
   size_class_stats stats() const;
   const size_class_options& options() const noexcept;
