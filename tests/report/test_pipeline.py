@@ -126,7 +126,7 @@ def check_files(out, strategy, titles, preloads):
     check(any(k.strategy == strategy for k in keys), f"no {strategy} rows in results.json")
     check(any(k.strategy == "new_delete" and not k.preload for k in keys), "no baseline rows")
     check(any(k.is_reference for k in keys), "no limit/bare_list rows")
-    check(not any(k.strategy not in ("", strategy, "new_delete", "bare_list") for k in keys),
+    check(not any(k.strategy not in ("", strategy, "new_delete", "bare_list", "mimalloc_plain") for k in keys),
           "rows of other strategies in a narrowed run")
     for tag in preloads:
         tagged = [e for e in entries if e.get(results.PRELOAD_FIELD) == tag
