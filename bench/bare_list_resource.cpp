@@ -1,5 +1,6 @@
 #include "bare_list_resource.hpp"
 
+#include <atomic>
 #include <cstddef>
 #include <mutex>
 #include <new>
@@ -21,6 +22,7 @@ struct free_block {
 struct slab_store {
   std::mutex lock;
   std::vector<void*> slabs;
+  std::atomic<std::size_t> slab_count{0};
   ~slab_store() {
     for (void* s : slabs) ::operator delete(s, std::align_val_t{granule});
   }
@@ -28,10 +30,12 @@ struct slab_store {
     void* slab = ::operator new(slab_bytes, std::align_val_t{granule});
     const std::lock_guard guard(lock);
     slabs.push_back(slab);
+    slab_count.store(slabs.size(), std::memory_order_relaxed);
     return slab;
   }
 };
 slab_store store;
+std::atomic<std::size_t> large_bytes_in_use{0};  // relaxed: a statistic, off the list path
 
 struct thread_lists {
   free_block* heads[largest / granule + 1] = {};
@@ -54,9 +58,17 @@ thread_local thread_lists lists;
 
 }  // namespace
 
+std::size_t bare_list_resource::held_bytes() noexcept {
+  return store.slab_count.load(std::memory_order_relaxed) * slab_bytes +
+         large_bytes_in_use.load(std::memory_order_relaxed);
+}
+
 void* bare_list_resource::do_allocate(std::size_t bytes, std::size_t alignment) {
-  if (bytes > largest || alignment > granule)
-    return ::operator new(bytes, std::align_val_t{alignment});
+  if (bytes > largest || alignment > granule) {
+    void* p = ::operator new(bytes, std::align_val_t{alignment});
+    large_bytes_in_use.fetch_add(bytes, std::memory_order_relaxed);
+    return p;
+  }
   const std::size_t index = (bytes + granule - 1) / granule;
   if (free_block* b = lists.heads[index]) {
     lists.heads[index] = b->next;
@@ -66,8 +78,10 @@ void* bare_list_resource::do_allocate(std::size_t bytes, std::size_t alignment) 
 }
 
 void bare_list_resource::do_deallocate(void* p, std::size_t bytes, std::size_t alignment) {
-  if (bytes > largest || alignment > granule)
+  if (bytes > largest || alignment > granule) {
+    large_bytes_in_use.fetch_sub(bytes, std::memory_order_relaxed);
     return ::operator delete(p, std::align_val_t{alignment});
+  }
   const std::size_t index = (bytes + granule - 1) / granule;
   auto* b = static_cast<free_block*>(p);
   b->next = lists.heads[index];

@@ -6,11 +6,18 @@
 // list). Benchmarks only.
 #pragma once
 
+#include <cstddef>
 #include <memory_resource>
 
 namespace pmrkit::bench {
 
 class bare_list_resource final : public std::pmr::memory_resource {
+ public:
+  // Bytes all bare lists hold (process-wide: slabs are never returned before exit), plus the
+  // blocks above 4 KiB in use; for the peak_held_bytes counter.
+  static std::size_t held_bytes() noexcept;
+
+ private:
   void* do_allocate(std::size_t bytes, std::size_t alignment) override;
   void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override;
   bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {

@@ -1,5 +1,8 @@
 #include "bench_support.hpp"
 
+#include <algorithm>
+#include <atomic>
+
 #include <cstdlib>
 #include <cstring>
 #include <cstdio>
@@ -7,6 +10,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "bare_list_resource.hpp"
+#include "mimalloc_plain_resource.hpp"
 #include "pmrkit/registry.hpp"
 
 namespace pmrkit::bench {
@@ -21,30 +26,6 @@ std::vector<registrar>& registrars() {
   static std::vector<registrar> list;
   return list;
 }
-
-// mimalloc strategies take memory from mimalloc directly, which the malloc interposer cannot
-// see. Each of their allocations is one general-purpose heap allocation, so this thin
-// forwarder counts it as one; every other strategy reaches the heap through operator new,
-// which the interposer counts itself. (It adds one indirect call, under a nanosecond, to those
-// strategies only.)
-class heap_counted_resource final : public std::pmr::memory_resource {
- public:
-  explicit heap_counted_resource(std::pmr::memory_resource* inner) : inner_(inner) {}
-
- private:
-  void* do_allocate(std::size_t bytes, std::size_t alignment) override {
-    void* p = inner_->allocate(bytes, alignment);
-    count_heap_allocation(bytes);
-    return p;
-  }
-  void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override {
-    inner_->deallocate(p, bytes, alignment);
-  }
-  bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
-    return this == &other;
-  }
-  std::pmr::memory_resource* inner_;
-};
 
 std::string json_string(std::string_view text) {
   std::string out = "\"";
@@ -105,30 +86,197 @@ std::string strategies_json(const std::vector<strategy_info>& all) {
   return out.str();
 }
 
-strategy_under_test::strategy_under_test(const std::string& spec)
-    : spec_(spec), upstream_(std::pmr::new_delete_resource()) {
-  owned_ = make_resource(spec, &upstream_);
-  resource_ = owned_.get();
-  monotonic_ = dynamic_cast<std::pmr::monotonic_buffer_resource*>(owned_.get());
-  const strategy_info info = describe_strategy(spec);
-  if (!info.uses_upstream && info.name != "new_delete") {
-    heap_counted_ = std::make_unique<heap_counted_resource>(owned_.get());
-    resource_ = heap_counted_.get();
+// What run_row gathers over a row's two passes. Only the row's first thread measures.
+class row_memory {
+ public:
+  row_memory(held_method method, bool measuring) : probe_(method), measuring_(measuring) {
+    if (measuring_) probe_.start();
   }
+  held_method method() const noexcept { return probe_.method(); }
+  const process_held_probe& probe() const noexcept { return probe_; }
+  void sample() {
+    if (measuring_) probe_.sample();
+  }
+  void note_held(std::uint64_t bytes) { held_peak_ = std::max(held_peak_, bytes); }
+  void note_live(std::uint64_t bytes) { live_peak_ = std::max(live_peak_, bytes); }
+  void note_counts(double allocs_per_op, double bytes_per_op) {
+    allocs_per_op_ = allocs_per_op;
+    bytes_per_op_ = bytes_per_op;
+  }
+  void note_phase(const std::string& name, std::uint64_t held, std::uint64_t live) {
+    for (auto& p : phases_)
+      if (p.name == name) {
+        p = {name, held, live};
+        return;
+      }
+    phases_.push_back({name, held, live});
+  }
+  void report(benchmark::State& state) {
+    sample();
+    note_held(probe_.peak());
+    state.counters["allocs_per_op"] = benchmark::Counter(allocs_per_op_);
+    state.counters["bytes_per_op"] = benchmark::Counter(bytes_per_op_);
+    state.counters["peak_held_bytes"] = benchmark::Counter(static_cast<double>(held_peak_));
+    state.counters["peak_live_bytes"] = benchmark::Counter(static_cast<double>(live_peak_));
+    for (const auto& p : phases_) {
+      state.counters["phase_" + p.name + "_held_bytes"] =
+          benchmark::Counter(static_cast<double>(p.held));
+      state.counters["phase_" + p.name + "_live_bytes"] =
+          benchmark::Counter(static_cast<double>(p.live));
+    }
+    state.SetLabel("held=" + std::string(held_method_name(probe_.method())));
+  }
+
+ private:
+  struct phase {
+    std::string name;
+    std::uint64_t held;
+    std::uint64_t live;
+  };
+  process_held_probe probe_;
+  bool measuring_;
+  std::uint64_t held_peak_ = 0;
+  std::uint64_t live_peak_ = 0;
+  double allocs_per_op_ = 0;
+  double bytes_per_op_ = 0;
+  std::vector<phase> phases_;
+};
+
+// The counting pass's wrapper: bytes live at the pmr interface and their peak; a held-memory
+// sample each time the live peak grows by a sixteenth (the moments a process allocator's
+// holdings peak, sampled O(log) times); and, for mimalloc, which the malloc interposer cannot
+// see, one heap allocation per allocate.
+class live_meter final : public std::pmr::memory_resource {
+ public:
+  live_meter(std::pmr::memory_resource* inner, row_memory& memory)
+      : inner_(inner),
+        memory_(memory),
+        count_heap_(memory.method() == held_method::mimalloc_stats) {}
+  std::uint64_t live() const noexcept { return live_.load(std::memory_order_relaxed); }
+  std::uint64_t peak() const noexcept { return peak_.load(std::memory_order_relaxed); }
+
+ private:
+  void* do_allocate(std::size_t bytes, std::size_t alignment) override {
+    void* p = inner_->allocate(bytes, alignment);
+    if (count_heap_) count_heap_allocation(bytes);
+    const std::uint64_t now = live_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+    std::uint64_t peak = peak_.load(std::memory_order_relaxed);
+    while (now > peak && !peak_.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+    }
+    if (now > next_sample_.load(std::memory_order_relaxed)) {
+      next_sample_.store(now + now / 16 + 4096, std::memory_order_relaxed);
+      memory_.sample();
+    }
+    return p;
+  }
+  void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override {
+    live_.fetch_sub(bytes, std::memory_order_relaxed);
+    inner_->deallocate(p, bytes, alignment);
+  }
+  bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
+    return this == &other;
+  }
+
+  std::pmr::memory_resource* inner_;
+  row_memory& memory_;
+  bool count_heap_;
+  std::atomic<std::uint64_t> live_{0};
+  std::atomic<std::uint64_t> peak_{0};
+  std::atomic<std::uint64_t> next_sample_{0};
+};
+
+void row_pass::begin_counting() {
+  counted_from_ = heap_allocations();
+  set_heap_counting(true);
 }
 
-strategy_under_test::~strategy_under_test() = default;
-
-void alloc_meter::report(benchmark::State& state, double ops) const {
+void row_pass::end_counting(double ops) {
+  set_heap_counting(false);
   const heap_snapshot end = heap_allocations();
-  if (ops <= 0) ops = static_cast<double>(state.iterations()) * state.threads();
   if (ops <= 0) return;
-  // Only one thread reports, so the process-wide delta is not summed once per thread.
-  if (state.thread_index() != 0) return;
-  state.counters["allocs_per_op"] =
-      benchmark::Counter(static_cast<double>(end.allocations - begin_.allocations) / ops);
-  state.counters["bytes_per_op"] =
-      benchmark::Counter(static_cast<double>(end.bytes - begin_.bytes) / ops);
+  memory_.note_counts(static_cast<double>(end.allocations - counted_from_.allocations) / ops,
+                      static_cast<double>(end.bytes - counted_from_.bytes) / ops);
+  memory_.sample();
+}
+
+void row_pass::before_timed_loop() { memory_.sample(); }
+void row_pass::after_timed_loop() { memory_.sample(); }
+
+void row_pass::mark_phase(const std::string& name) {
+  if (!counting() || !subject_) return;
+  memory_.sample();
+  memory_.note_phase(name, subject_->held_bytes_now(), subject_->live_bytes_now());
+}
+
+void row_pass::hold_static(std::uint64_t held, std::uint64_t live) {
+  memory_.note_held(held);
+  memory_.note_live(live);
+}
+
+strategy_under_test::strategy_under_test(const std::string& spec, row_pass& pass)
+    : spec_(spec), pass_(pass), upstream_(std::pmr::new_delete_resource()) {
+  if (spec == "bare_list") {
+    owned_ = std::make_unique<bare_list_resource>();
+  } else if (spec == "mimalloc_plain") {
+    owned_ = std::make_unique<mimalloc_plain_resource>();
+  } else {
+    owned_ = make_resource(spec, &upstream_);
+    monotonic_ = dynamic_cast<std::pmr::monotonic_buffer_resource*>(owned_.get());
+  }
+  resource_ = owned_.get();
+  if (pass.counting()) {
+    meter_ = std::make_unique<live_meter>(owned_.get(), pass.memory_);
+    resource_ = meter_.get();
+  }
+  pass.subject_ = this;
+}
+
+strategy_under_test::~strategy_under_test() {
+  pass_.memory_.note_held(own_held_peak());
+  if (meter_) pass_.memory_.note_live(meter_->peak());
+  if (pass_.subject_ == this) pass_.subject_ = nullptr;
+}
+
+std::uint64_t strategy_under_test::own_held_peak() const {
+  if (spec_ == "bare_list") return bare_list_resource::held_bytes();
+  return upstream_.stats().peak_bytes_in_use;  // 0 for a strategy that ignores its upstream
+}
+
+std::uint64_t strategy_under_test::held_bytes_now() const {
+  if (spec_ == "bare_list") return bare_list_resource::held_bytes();
+  if (pass_.memory_.method() == held_method::upstream) return upstream_.stats().bytes_in_use;
+  return pass_.memory_.probe().now();
+}
+
+std::uint64_t strategy_under_test::live_bytes_now() const { return meter_ ? meter_->live() : 0; }
+
+void run_row(benchmark::State& state, const std::string& key,
+             function_ref<void(benchmark::State&, row_pass&)> body) {
+  const bool first_thread = state.thread_index() == 0;
+  row_memory memory(held_method_for(key, malloc_is_preloaded()), first_thread);
+  {
+    row_pass timed(memory, 0);
+    body(state, timed);
+  }
+  if (!first_thread) return;
+  const benchmark::IterationCount iterations = std::max<benchmark::IterationCount>(state.iterations(), 1);
+  {
+    row_pass counting(memory, std::max<benchmark::IterationCount>(std::min<benchmark::IterationCount>(iterations, 4), iterations / 8));
+    body(state, counting);
+  }
+  memory.report(state);
+}
+
+void add_held_method_context() {
+  std::vector<std::string> keys = strategy_specs();
+  keys.insert(keys.end(), reference_rows.begin(), reference_rows.end());
+  keys.push_back("limit");
+  const bool preloaded = malloc_is_preloaded();
+  std::string json = "{";
+  for (std::size_t i = 0; i < keys.size(); ++i)
+    json += (i ? ", " : "") + json_string(keys[i]) + ": " +
+            json_string(held_method_name(held_method_for(keys[i], preloaded)));
+  benchmark::AddCustomContext("pmrkit_held_method", json + "}");
 }
 
 const std::vector<std::string>& strategy_specs() { return specs_storage(); }

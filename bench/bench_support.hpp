@@ -1,5 +1,17 @@
-// Shared pieces of pmrkit_bench: the strategies under test, per-op allocation metering, and
-// registration of workloads once the command line has said which strategies to run.
+// Shared pieces of pmrkit_bench: the strategies under test, the two passes every row makes (a
+// timed one, then a counting one), and registration of workloads once the command line has
+// said which strategies to run.
+//
+// A row is run_row(state, key, body): body runs twice, each time with a fresh subject.
+//   timed pass     the loop of `state`, with no counting anywhere: the heap counter is off and
+//                  the strategy's resource is not wrapped
+//   counting pass  the same loop, a fraction of the timed pass's iterations long (at least
+//                  min(iterations, 4), at least an eighth), with the heap counter on and the
+//                  resource behind a wrapper that tracks bytes live at the pmr interface
+// Counters of every row (JSON names): allocs_per_op and bytes_per_op (counting pass, like Go's
+// -benchmem), peak_held_bytes (held_memory.hpp: the most the strategy held over both passes),
+// peak_live_bytes (counting pass); label "held=<method>"; phase workloads add
+// phase_<name>_held_bytes and phase_<name>_live_bytes.
 #pragma once
 
 #include <benchmark/benchmark.h>
@@ -8,18 +20,71 @@
 #include <memory>
 #include <memory_resource>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "held_memory.hpp"
 #include "heap_counter.hpp"
 #include "pmrkit/counting_resource.hpp"
+#include "pmrkit/function_ref.hpp"
 #include "pmrkit/registry.hpp"
 
 namespace pmrkit::bench {
 
-// A strategy built from its spec over a counting new_delete upstream.
+class row_memory;
+class live_meter;
+class strategy_under_test;
+
+// One pass of a row; see the top of this file.
+class row_pass {
+ public:
+  row_pass(row_memory& memory, benchmark::IterationCount counting_ops)
+      : memory_(memory), counting_ops_(counting_ops) {}
+  row_pass(const row_pass&) = delete;
+  row_pass& operator=(const row_pass&) = delete;
+
+  bool counting() const noexcept { return counting_ops_ > 0; }
+  // Runs `op` once per iteration: the timed loop of `state`, or the counting pass's ops.
+  template <class Op>
+  void loop(benchmark::State& state, Op&& op) {
+    if (counting()) {
+      begin_counting();
+      for (benchmark::IterationCount i = 0; i < counting_ops_; ++i) op();
+      end_counting(static_cast<double>(counting_ops_));
+    } else {
+      before_timed_loop();
+      for (auto _ : state) op();
+      after_timed_loop();
+    }
+  }
+  // For rows that drive `state` themselves (the datagram rounds): how many ops the counting
+  // pass runs, and the calls to put around them, or around the timed loop.
+  benchmark::IterationCount counting_ops() const noexcept { return counting_ops_; }
+  void begin_counting();
+  void end_counting(double ops);
+  void before_timed_loop();
+  void after_timed_loop();
+
+  // Phase workloads, counting pass: held and live bytes now, reported as
+  // phase_<name>_held_bytes and phase_<name>_live_bytes. A later mark of a name replaces it.
+  void mark_phase(const std::string& name);
+  // Rows with no allocator (limit): the static buffers they hold and the bytes used of them.
+  void hold_static(std::uint64_t held, std::uint64_t live);
+
+ private:
+  friend class strategy_under_test;
+  row_memory& memory_;
+  benchmark::IterationCount counting_ops_;
+  strategy_under_test* subject_ = nullptr;
+  heap_snapshot counted_from_;
+};
+
+// A strategy built from its spec over a counting new_delete upstream, or a bench-only
+// reference: "bare_list" (bare_list_resource.hpp) or "mimalloc_plain"
+// (mimalloc_plain_resource.hpp). In a counting pass its resource() is behind the live meter.
 class strategy_under_test {
  public:
-  explicit strategy_under_test(const std::string& spec);
+  strategy_under_test(const std::string& spec, row_pass& pass);
   ~strategy_under_test();
   strategy_under_test(const strategy_under_test&) = delete;
   strategy_under_test& operator=(const strategy_under_test&) = delete;
@@ -31,28 +96,31 @@ class strategy_under_test {
   void recycle_if_needed() {
     if (monotonic_ && upstream_.stats().bytes_in_use > recycle_threshold) monotonic_->release();
   }
+  // Bytes held now (upstream and bare_list: exact; process allocators: their probe) and bytes
+  // live at the pmr interface (counting pass only; 0 in the timed pass).
+  std::uint64_t held_bytes_now() const;
+  std::uint64_t live_bytes_now() const;
 
  private:
   static constexpr std::uint64_t recycle_threshold = 256u << 20;
+  std::uint64_t own_held_peak() const;
   std::string spec_;
+  row_pass& pass_;
   counting_resource upstream_;
   std::unique_ptr<std::pmr::memory_resource> owned_;
-  std::unique_ptr<std::pmr::memory_resource> heap_counted_;  // see bench_support.cpp
+  std::unique_ptr<live_meter> meter_;  // counting pass only
   std::pmr::memory_resource* resource_ = nullptr;
   std::pmr::monotonic_buffer_resource* monotonic_ = nullptr;
 };
 
-// Measures heap allocations over a timed loop and reports them as the user counters
-// allocs_per_op and bytes_per_op (process-wide, all threads; like Go's -benchmem).
-class alloc_meter {
- public:
-  void start() noexcept { begin_ = heap_allocations(); }
-  // `ops` defaults to the iterations of this thread times the number of threads.
-  void report(benchmark::State& state, double ops = 0) const;
+// The bench-only reference rows of the allocator patterns, which strategy_under_test also
+// builds: the floor, and the plainest wrapper over the privately loaded mimalloc.
+inline const std::vector<std::string> reference_rows = {"bare_list", "mimalloc_plain"};
 
- private:
-  heap_snapshot begin_;
-};
+// Runs `body` as a timed pass, then (on the row's first thread) as a counting pass, and reports
+// the counters. `key`: the strategy spec, "bare_list", "mimalloc_plain" or "limit".
+void run_row(benchmark::State& state, const std::string& key,
+             function_ref<void(benchmark::State&, row_pass&)> body);
 
 // The strategy specs to run (all of strategies(), or the one named with --strategy).
 const std::vector<std::string>& strategy_specs();
@@ -64,6 +132,11 @@ std::string strategies_json(const std::vector<strategy_info>& all);
 bool is_thread_safe(const std::string& spec);
 // True if the spec names a strategy that reuses freed memory (false for monotonic).
 bool reuses_memory(const std::string& spec);
+
+// Writes the JSON context key pmrkit_held_method: a JSON object, as a string, mapping every
+// strategy spec to run and the reference rows (bare_list, mimalloc_plain, limit) to the
+// held_method_name of how their held memory is measured.
+void add_held_method_context();
 
 // Workload files register their benchmarks through this, at static-initialisation time; the
 // callbacks run after the command line has been parsed.

@@ -75,60 +75,59 @@ void encode(bson::document& d, const sample& s) {
 }
 
 void insert_fresh(benchmark::State& state, const std::string& spec, std::size_t count) {
-  strategy_under_test s(spec);
-  std::pmr::memory_resource* r = s.resource();
   const auto& docs = samples();
   std::int32_t request_id = 1;
   std::size_t message_bytes = 0;
-  alloc_meter meter;
-  meter.start();
-  for (auto _ : state) {
-    {
-      bson::insert_message message(byte_buffer(r), database, collection, request_id++);
-      for (std::size_t i = 0; i < count; ++i) {
-        bson::document d(r);
-        encode(d, docs[i]);
-        message.add(d);
+  run_row(state, spec, [&](benchmark::State& st, row_pass& pass) {
+    strategy_under_test s(spec, pass);
+    std::pmr::memory_resource* r = s.resource();
+    pass.loop(st, [&] {
+      {
+        bson::insert_message message(byte_buffer(r), database, collection, request_id++);
+        for (std::size_t i = 0; i < count; ++i) {
+          bson::document d(r);
+          encode(d, docs[i]);
+          message.add(d);
+        }
+        const byte_buffer out = message.finish();
+        const std::byte* data = out.data();
+        benchmark::DoNotOptimize(data);
+        message_bytes = out.size();
       }
-      const byte_buffer out = message.finish();
-      const std::byte* data = out.data();
-      benchmark::DoNotOptimize(data);
-      message_bytes = out.size();
-    }
-    s.recycle_if_needed();  // every block of the op is freed: a monotonic strategy may reset
-  }
-  meter.report(state);
+      s.recycle_if_needed();  // every block of the op is freed: a monotonic strategy may reset
+    });
+  });
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * message_bytes));
 }
 
 void insert_pooled(benchmark::State& state, const std::string& spec, std::size_t count) {
-  strategy_under_test s(spec);
-  std::pmr::memory_resource* r = s.resource();
   const auto& docs = samples();
-  buffer_pool pool(r);
-  bson::insert_builder builder(pool);
-  bson::document d(r);
   std::size_t expected = 0;
-  auto one_op = [&] {
-    bson::insert_message message = builder.begin(database, collection, expected);
-    for (std::size_t i = 0; i < count; ++i) {
-      d.clear();
-      encode(d, docs[i]);
-      message.add(d);
-    }
-    byte_buffer out = message.finish();
-    expected = out.size();
-    return out;
-  };
-  { one_op(); }  // warm the pool and the encoder: steady state from the first timed op
-  alloc_meter meter;
-  meter.start();
-  for (auto _ : state) {
-    const byte_buffer out = one_op();
-    const std::byte* data = out.data();
-    benchmark::DoNotOptimize(data);
-  }
-  meter.report(state);
+  run_row(state, spec, [&](benchmark::State& st, row_pass& pass) {
+    strategy_under_test s(spec, pass);
+    std::pmr::memory_resource* r = s.resource();
+    buffer_pool pool(r);
+    bson::insert_builder builder(pool);
+    bson::document d(r);
+    expected = 0;
+    auto one_op = [&] {
+      bson::insert_message message = builder.begin(database, collection, expected);
+      for (std::size_t i = 0; i < count; ++i) {
+        d.clear();
+        encode(d, docs[i]);
+        message.add(d);
+      }
+      byte_buffer out = message.finish();
+      expected = out.size();
+      return out;
+    };
+    { one_op(); }  // warm the pool and the encoder: steady state from the first timed op
+    pass.loop(st, [&] {
+      const byte_buffer out = one_op();
+      const std::byte* data = out.data();
+      benchmark::DoNotOptimize(data);
+    });
+  });
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * expected));
 }
 
@@ -137,32 +136,33 @@ void insert_pooled(benchmark::State& state, const std::string& spec, std::size_t
 alignas(std::max_align_t) std::byte limit_arena[1 << 20];
 
 void insert_limit(benchmark::State& state, std::size_t count) {
-  std::pmr::monotonic_buffer_resource arena(limit_arena, sizeof limit_arena,
-                                            std::pmr::null_memory_resource());
   const auto& docs = samples();
-  byte_buffer buffer = byte_buffer::make_standalone(&arena, 512 * 1024);
-  bson::document d(&arena, 4096);
   std::int32_t request_id = 1;
   std::size_t message_bytes = 0;
-  auto one_op = [&] {
-    bson::insert_message message(std::move(buffer), database, collection, request_id++);
-    for (std::size_t i = 0; i < count; ++i) {
-      d.clear();
-      encode(d, docs[i]);
-      message.add(d);
-    }
-    buffer = message.finish();
-    message_bytes = buffer.size();
-  };
-  one_op();  // the encoder's nested-document storage is set up on first use
-  alloc_meter meter;
-  meter.start();
-  for (auto _ : state) {
-    one_op();
-    const std::byte* data = buffer.data();
-    benchmark::DoNotOptimize(data);
-  }
-  meter.report(state);
+  run_row(state, "limit", [&](benchmark::State& st, row_pass& pass) {
+    std::pmr::monotonic_buffer_resource arena(limit_arena, sizeof limit_arena,
+                                              std::pmr::null_memory_resource());
+    counting_resource carved(&arena);  // what the row uses of its static memory
+    byte_buffer buffer = byte_buffer::make_standalone(&carved, 512 * 1024);
+    bson::document d(&carved, 4096);
+    auto one_op = [&] {
+      bson::insert_message message(std::move(buffer), database, collection, request_id++);
+      for (std::size_t i = 0; i < count; ++i) {
+        d.clear();
+        encode(d, docs[i]);
+        message.add(d);
+      }
+      buffer = message.finish();
+      message_bytes = buffer.size();
+    };
+    one_op();  // the encoder's nested-document storage is set up on first use
+    pass.loop(st, [&] {
+      one_op();
+      const std::byte* data = buffer.data();
+      benchmark::DoNotOptimize(data);
+    });
+    pass.hold_static(sizeof limit_arena, carved.stats().peak_bytes_in_use);
+  });
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * message_bytes));
 }
 

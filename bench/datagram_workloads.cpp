@@ -56,9 +56,23 @@ constexpr std::string_view syslog_line =
 // ------------------------------------------------------------------ rounds and timing
 
 // Runs the benchmark loop in rounds: send(n) untimed, then drain(n) timed; returns false from
-// drain when the batch did not arrive in time.
+// drain when the batch did not arrive in time. The counting pass runs the same rounds untimed.
 template <class Send, class Drain>
-void run_rounds(benchmark::State& state, Send&& send, Drain&& drain) {
+void run_rounds(benchmark::State& state, row_pass& pass, Send&& send, Drain&& drain) {
+  if (pass.counting()) {  // the same rounds, untimed, with the heap counter on
+    pass.begin_counting();
+    benchmark::IterationCount done = 0;
+    while (done < pass.counting_ops()) {
+      const auto n = static_cast<std::size_t>(
+          std::min<benchmark::IterationCount>(messages_per_round, pass.counting_ops() - done));
+      send(n);
+      if (!drain(n)) break;
+      done += static_cast<benchmark::IterationCount>(n);
+    }
+    pass.end_counting(static_cast<double>(done));
+    return;
+  }
+  pass.before_timed_loop();
   benchmark::IterationCount done = 0;
   std::size_t left = 0;
   double seconds_each = 0;
@@ -81,10 +95,10 @@ void run_rounds(benchmark::State& state, Send&& send, Drain&& drain) {
     --left;
     ++done;
   }
+  pass.after_timed_loop();
 }
 
-void report(benchmark::State& state, const alloc_meter& meter, std::size_t message_size) {
-  meter.report(state);
+void report(benchmark::State& state, std::size_t message_size) {
   state.SetItemsProcessed(state.iterations());
   state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(message_size));
 }
@@ -159,78 +173,79 @@ bool drain_socket(dg::udp_socket& socket, std::array<dg::receive_slot, recv_batc
 }
 
 void datagram_fresh(benchmark::State& state, const std::string& spec) {
-  strategy_under_test strategy(spec);
-  std::pmr::memory_resource* resource = strategy.resource();
-  dg::udp_socket socket(socket_options());
-  udp_blaster sender(socket.local_port());
-  std::array<dg::receive_slot, recv_batch> slots;
-  std::array<byte_buffer, recv_batch> buffers;
-  sink out;
-  // As the Go server did per read: a new, zeroed 64 KiB buffer, dropped after the handler.
-  auto arm = [&](std::size_t i) {
-    if (buffers[i].capacity() != 0) return;
-    buffers[i] = byte_buffer::make_standalone(resource, max_datagram);
-    buffers[i].resize(max_datagram);
-    slots[i].buffer = buffers[i].span();
-  };
-  auto release = [&](std::size_t i) { buffers[i].reset(); };
-  auto drain = [&](std::size_t n) {
-    const bool ok = drain_socket(socket, slots, out, n, arm, release);
-    for (auto& b : buffers) b.reset();  // no block is live between rounds (monotonic recycles)
-    strategy.recycle_if_needed();
-    return ok;
-  };
-  sender.send(1);  // warm-up round, untimed
-  drain(1);
-  alloc_meter meter;
-  meter.start();
-  run_rounds(state, [&](std::size_t n) { sender.send(n); }, drain);
-  report(state, meter, syslog_line.size());
+  run_row(state, spec, [&](benchmark::State& st, row_pass& pass) {
+    strategy_under_test strategy(spec, pass);
+    std::pmr::memory_resource* resource = strategy.resource();
+    dg::udp_socket socket(socket_options());
+    udp_blaster sender(socket.local_port());
+    std::array<dg::receive_slot, recv_batch> slots;
+    std::array<byte_buffer, recv_batch> buffers;
+    sink out;
+    // As the Go server did per read: a new, zeroed 64 KiB buffer, dropped after the handler.
+    auto arm = [&](std::size_t i) {
+      if (buffers[i].capacity() != 0) return;
+      buffers[i] = byte_buffer::make_standalone(resource, max_datagram);
+      buffers[i].resize(max_datagram);
+      slots[i].buffer = buffers[i].span();
+    };
+    auto release = [&](std::size_t i) { buffers[i].reset(); };
+    auto drain = [&](std::size_t n) {
+      const bool ok = drain_socket(socket, slots, out, n, arm, release);
+      for (auto& b : buffers) b.reset();  // no block is live between rounds (monotonic recycles)
+      strategy.recycle_if_needed();
+      return ok;
+    };
+    sender.send(1);  // warm-up round, untimed
+    drain(1);
+    run_rounds(st, pass, [&](std::size_t n) { sender.send(n); }, drain);
+  });
+  report(state, syslog_line.size());
 }
 
 void datagram_pooled(benchmark::State& state, const std::string& spec) {
-  strategy_under_test strategy(spec);
-  dg::udp_receiver receiver(
-      {.port = 0, .max_datagram_size = max_datagram, .receive_buffer_size = kernel_buffer, .batch_size = recv_batch},
-      strategy.resource());
-  udp_blaster sender(receiver.local_port());
-  sink out;
-  auto handler = [&](dg::datagram& d) { out.take(d.bytes()); };
-  auto drain = [&](std::size_t n) {
-    const std::size_t target = out.messages + n;
-    while (out.messages < target) {
-      if (receiver.receive_batch(handler) == 0 && receiver.poll_once(round_timeout, handler) == 0)
-        return false;
-    }
-    return true;
-  };
-  sender.send(recv_batch);  // warm: every armed buffer exists before timing
-  drain(recv_batch);
-  alloc_meter meter;
-  meter.start();
-  run_rounds(state, [&](std::size_t n) { sender.send(n); }, drain);
-  report(state, meter, syslog_line.size());
+  run_row(state, spec, [&](benchmark::State& st, row_pass& pass) {
+    strategy_under_test strategy(spec, pass);
+    dg::udp_receiver receiver(
+        {.port = 0, .max_datagram_size = max_datagram, .receive_buffer_size = kernel_buffer, .batch_size = recv_batch},
+        strategy.resource());
+    udp_blaster sender(receiver.local_port());
+    sink out;
+    auto handler = [&](dg::datagram& d) { out.take(d.bytes()); };
+    auto drain = [&](std::size_t n) {
+      const std::size_t target = out.messages + n;
+      while (out.messages < target) {
+        if (receiver.receive_batch(handler) == 0 && receiver.poll_once(round_timeout, handler) == 0)
+          return false;
+      }
+      return true;
+    };
+    sender.send(recv_batch);  // warm: every armed buffer exists before timing
+    drain(recv_batch);
+    run_rounds(st, pass, [&](std::size_t n) { sender.send(n); }, drain);
+  });
+  report(state, syslog_line.size());
 }
 
 void datagram_limit(benchmark::State& state) {
-  // One cache line of stagger per slot: 64 KiB-aligned slots would all map to the same cache
-  // sets and make the floor slower than a heap layout.
-  constexpr std::size_t stride = max_datagram + 64;
-  alignas(64) static std::byte storage[recv_batch * stride];
-  dg::udp_socket socket(socket_options());
-  udp_blaster sender(socket.local_port());
-  std::array<dg::receive_slot, recv_batch> slots;
-  for (std::size_t i = 0; i < recv_batch; ++i) slots[i].buffer = {storage + i * stride, max_datagram};
-  sink out;
-  auto drain = [&](std::size_t n) {
-    return drain_socket(socket, slots, out, n, [](std::size_t) {}, [](std::size_t) {});
-  };
-  sender.send(1);
-  drain(1);
-  alloc_meter meter;
-  meter.start();
-  run_rounds(state, [&](std::size_t n) { sender.send(n); }, drain);
-  report(state, meter, syslog_line.size());
+  run_row(state, "limit", [&](benchmark::State& st, row_pass& pass) {
+    // One cache line of stagger per slot: 64 KiB-aligned slots would all map to the same cache
+    // sets and make the floor slower than a heap layout.
+    constexpr std::size_t stride = max_datagram + 64;
+    alignas(64) static std::byte storage[recv_batch * stride];
+    dg::udp_socket socket(socket_options());
+    udp_blaster sender(socket.local_port());
+    std::array<dg::receive_slot, recv_batch> slots;
+    for (std::size_t i = 0; i < recv_batch; ++i) slots[i].buffer = {storage + i * stride, max_datagram};
+    sink out;
+    auto drain = [&](std::size_t n) {
+      return drain_socket(socket, slots, out, n, [](std::size_t) {}, [](std::size_t) {});
+    };
+    sender.send(1);
+    drain(1);
+    run_rounds(st, pass, [&](std::size_t n) { sender.send(n); }, drain);
+    pass.hold_static(sizeof storage, recv_batch * max_datagram);
+  });
+  report(state, syslog_line.size());
 }
 
 // ------------------------------------------------------------------ TCP
@@ -323,77 +338,78 @@ bool drain_stream(tcp_pair& pair, std::span<std::byte> read_buffer, dg::syslog_f
 constexpr std::size_t read_buffer_size = 64 * 1024;
 
 void tcp_fresh(benchmark::State& state, const std::string& spec) {
-  strategy_under_test strategy(spec);
-  std::pmr::memory_resource* resource = strategy.resource();
-  tcp_pair pair;
-  buffer_pool framer_pool(resource);
-  dg::syslog_framer framer(framer_pool, {.max_frame_size = max_datagram});
-  byte_buffer read_buffer = byte_buffer::make_standalone(resource, read_buffer_size);
-  read_buffer.resize(read_buffer_size);
-  sink out;
-  // A new buffer per message from the strategy, as a reader that allocates each line does.
-  auto on_frame = [&](std::span<const std::byte> frame) {
-    byte_buffer message = byte_buffer::make_standalone(resource, frame.size());
-    message.append(frame);
-    out.take(message.span());
-  };
-  auto drain = [&](std::size_t n) {
-    const bool ok = drain_stream(pair, read_buffer.span(), framer, out, n, on_frame);
-    strategy.recycle_if_needed();  // between rounds no message buffer is live
-    return ok;
-  };
-  pair.writer().send(1);
-  drain(1);
-  alloc_meter meter;
-  meter.start();
-  run_rounds(state, [&](std::size_t n) { pair.writer().send(n); }, drain);
-  report(state, meter, tcp_frame_bytes());
+  run_row(state, spec, [&](benchmark::State& st, row_pass& pass) {
+    strategy_under_test strategy(spec, pass);
+    std::pmr::memory_resource* resource = strategy.resource();
+    tcp_pair pair;
+    buffer_pool framer_pool(resource);
+    dg::syslog_framer framer(framer_pool, {.max_frame_size = max_datagram});
+    byte_buffer read_buffer = byte_buffer::make_standalone(resource, read_buffer_size);
+    read_buffer.resize(read_buffer_size);
+    sink out;
+    // A new buffer per message from the strategy, as a reader that allocates each line does.
+    auto on_frame = [&](std::span<const std::byte> frame) {
+      byte_buffer message = byte_buffer::make_standalone(resource, frame.size());
+      message.append(frame);
+      out.take(message.span());
+    };
+    auto drain = [&](std::size_t n) {
+      const bool ok = drain_stream(pair, read_buffer.span(), framer, out, n, on_frame);
+      strategy.recycle_if_needed();  // between rounds no message buffer is live
+      return ok;
+    };
+    pair.writer().send(1);
+    drain(1);
+    run_rounds(st, pass, [&](std::size_t n) { pair.writer().send(n); }, drain);
+  });
+  report(state, tcp_frame_bytes());
 }
 
 void tcp_pooled(benchmark::State& state, const std::string& spec) {
-  strategy_under_test strategy(spec);
-  dg::tcp_receiver receiver({.port = 0, .max_frame_size = max_datagram, .read_buffer_size = read_buffer_size},
-                            strategy.resource());
-  tcp_writer writer(receiver.local_port());
-  sink out;
-  auto handler = [&](dg::tcp_frame& f) { out.take(f.bytes()); };
-  auto drain = [&](std::size_t n) {
-    const std::size_t target = out.messages + n;
-    const auto deadline = clock_type::now() + round_timeout;
-    while (out.messages < target) {
-      receiver.poll_once(round_timeout, handler);
-      if (clock_type::now() > deadline) return false;
-    }
-    return true;
-  };
-  // Warm: accept the connection, and let every pooled size exist.
-  writer.send(messages_per_round);
-  drain(messages_per_round);
-  alloc_meter meter;
-  meter.start();
-  run_rounds(state, [&](std::size_t n) { writer.send(n); }, drain);
-  report(state, meter, tcp_frame_bytes());
+  run_row(state, spec, [&](benchmark::State& st, row_pass& pass) {
+    strategy_under_test strategy(spec, pass);
+    dg::tcp_receiver receiver({.port = 0, .max_frame_size = max_datagram, .read_buffer_size = read_buffer_size},
+                              strategy.resource());
+    tcp_writer writer(receiver.local_port());
+    sink out;
+    auto handler = [&](dg::tcp_frame& f) { out.take(f.bytes()); };
+    auto drain = [&](std::size_t n) {
+      const std::size_t target = out.messages + n;
+      const auto deadline = clock_type::now() + round_timeout;
+      while (out.messages < target) {
+        receiver.poll_once(round_timeout, handler);
+        if (clock_type::now() > deadline) return false;
+      }
+      return true;
+    };
+    // Warm: accept the connection, and let every pooled size exist.
+    writer.send(messages_per_round);
+    drain(messages_per_round);
+    run_rounds(st, pass, [&](std::size_t n) { writer.send(n); }, drain);
+  });
+  report(state, tcp_frame_bytes());
 }
 
 void tcp_limit(benchmark::State& state) {
-  alignas(64) static std::byte read_storage[read_buffer_size];
-  alignas(64) static std::byte frame_storage[max_datagram];
-  tcp_pair pair;
-  // Frames never straddle reads here (a round fits one read), so this pool stays unused.
-  buffer_pool unused;
-  dg::syslog_framer framer(unused, {.max_frame_size = max_datagram});
-  sink out;
-  auto on_frame = [&](std::span<const std::byte> frame) {
-    std::memcpy(frame_storage, frame.data(), frame.size());  // the same copy as the others
-    out.take({frame_storage, frame.size()});
-  };
-  auto drain = [&](std::size_t n) { return drain_stream(pair, read_storage, framer, out, n, on_frame); };
-  pair.writer().send(1);
-  drain(1);
-  alloc_meter meter;
-  meter.start();
-  run_rounds(state, [&](std::size_t n) { pair.writer().send(n); }, drain);
-  report(state, meter, tcp_frame_bytes());
+  run_row(state, "limit", [&](benchmark::State& st, row_pass& pass) {
+    alignas(64) static std::byte read_storage[read_buffer_size];
+    alignas(64) static std::byte frame_storage[max_datagram];
+    tcp_pair pair;
+    // Frames never straddle reads here (a round fits one read), so this pool stays unused.
+    buffer_pool unused;
+    dg::syslog_framer framer(unused, {.max_frame_size = max_datagram});
+    sink out;
+    auto on_frame = [&](std::span<const std::byte> frame) {
+      std::memcpy(frame_storage, frame.data(), frame.size());  // the same copy as the others
+      out.take({frame_storage, frame.size()});
+    };
+    auto drain = [&](std::size_t n) { return drain_stream(pair, read_storage, framer, out, n, on_frame); };
+    pair.writer().send(1);
+    drain(1);
+    run_rounds(st, pass, [&](std::size_t n) { pair.writer().send(n); }, drain);
+    pass.hold_static(sizeof read_storage + sizeof frame_storage, sizeof read_storage + sizeof frame_storage);
+  });
+  report(state, tcp_frame_bytes());
 }
 
 // ------------------------------------------------------------------ registration

@@ -62,7 +62,11 @@ slot* claim_slot() noexcept {
   return &overflow;
 }
 
+// Relaxed: switched only between passes, with no allocation in flight that must be counted.
+std::atomic<bool> counting_on{false};
+
 void count(std::size_t bytes) noexcept {
+  if (!counting_on.load(std::memory_order_relaxed)) return;
   slot* s = my_slot;
   if (!s) s = my_slot = claim_slot();
   if (s == &overflow) {
@@ -163,6 +167,8 @@ heap_snapshot heap_allocations() noexcept {
   add(overflow);
   return total;
 }
+
+void set_heap_counting(bool on) noexcept { counting_on.store(on, std::memory_order_relaxed); }
 
 void count_heap_allocation(std::uint64_t bytes) noexcept { count(static_cast<std::size_t>(bytes)); }
 

@@ -4,8 +4,10 @@
 // operator new in this executable, so it sees each allocation made by any code in the process
 // (our resources' upstreams, libbson, libzstd, libprotobuf, libstdc++), whichever thread makes
 // it. It forwards to the next allocator in symbol order, so an LD_PRELOADed allocator
-// (jemalloc, tcmalloc, mimalloc) still serves every request. Each thread counts in a slot of its
-// own, so counting costs about a nanosecond and does not serialise multi-threaded benchmarks.
+// (jemalloc, tcmalloc, mimalloc) still serves every request. Counting is off unless switched
+// on (set_heap_counting): the timed loops run with only a flag test and a forwarding call per
+// allocation, and a separate counting pass over the same loop counts. Each thread counts in a
+// slot of its own, so counting does not serialise multi-threaded benchmarks.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +19,10 @@ struct heap_snapshot {
   std::uint64_t bytes = 0;
 };
 
-// Allocations since the process started, summed over all threads.
+// Switches counting on or off for every thread (off at start).
+void set_heap_counting(bool on) noexcept;
+
+// Allocations counted so far, summed over all threads.
 heap_snapshot heap_allocations() noexcept;
 
 // Counts an allocation that bypasses malloc (a mimalloc strategy's mi_malloc) as a heap

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+  pmrkit::bench::add_held_method_context();
   pmrkit::bench::run_registrars();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -117,9 +117,7 @@ class batch_sender {
   std::array<iovec, send_batch> vectors_{};
 };
 
-// Call right after the loop, before anything else allocates.
-void report(benchmark::State& state, const alloc_meter& meter, std::size_t span_bytes) {
-  meter.report(state);
+void report(benchmark::State& state, std::size_t span_bytes) {
   state.SetItemsProcessed(state.iterations());
   state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(span_bytes));
 }
@@ -131,64 +129,65 @@ std::size_t encoded_size(const pb::span& s) {
 }
 
 void serialization_fresh(benchmark::State& state, const std::string& spec, bool with_metrics) {
-  strategy_under_test strategy(spec);
-  std::pmr::memory_resource* resource = strategy.resource();
   const pb::span s = make_span(with_metrics);
-  discard_socket sink;
-  batch_sender sender(sink.port());
-  std::array<byte_buffer, send_batch> in_flight;
-  std::size_t queued = 0;
   const std::size_t span_bytes = encoded_size(s);
-  alloc_meter meter;
-  meter.start();
-  for (auto _ : state) {
-    in_flight[queued] = pb::serialize(s, resource);
-    sender.queue(in_flight[queued].data(), in_flight[queued].size());
-    if (++queued == send_batch) {
-      sender.flush();
-      for (auto& b : in_flight) b.reset();
-      queued = 0;
-      strategy.recycle_if_needed();
-    }
-  }
-  report(state, meter, span_bytes);
-  sender.flush();
+  run_row(state, spec, [&](benchmark::State& st, row_pass& pass) {
+    strategy_under_test strategy(spec, pass);
+    std::pmr::memory_resource* resource = strategy.resource();
+    discard_socket sink;
+    batch_sender sender(sink.port());
+    std::array<byte_buffer, send_batch> in_flight;
+    std::size_t queued = 0;
+    pass.loop(st, [&] {
+      in_flight[queued] = pb::serialize(s, resource);
+      sender.queue(in_flight[queued].data(), in_flight[queued].size());
+      if (++queued == send_batch) {
+        sender.flush();
+        for (auto& b : in_flight) b.reset();
+        queued = 0;
+        strategy.recycle_if_needed();
+      }
+    });
+    sender.flush();
+  });
+  report(state, span_bytes);
 }
 
 void serialization_pooled(benchmark::State& state, const std::string& spec, bool with_metrics) {
-  strategy_under_test strategy(spec);
   const pb::span s = make_span(with_metrics);
-  discard_socket sink;
-  pb::span_sender sender({.port = sink.port(), .batch_size = send_batch}, strategy.resource());
-  for (std::size_t i = 0; i < 2 * send_batch; ++i) sender.send(s);  // warm: message and pool
   const std::size_t span_bytes = encoded_size(s);
-  alloc_meter meter;
-  meter.start();
-  for (auto _ : state) sender.send(s);
-  report(state, meter, span_bytes);
+  run_row(state, spec, [&](benchmark::State& st, row_pass& pass) {
+    strategy_under_test strategy(spec, pass);
+    discard_socket sink;
+    pb::span_sender sender({.port = sink.port(), .batch_size = send_batch}, strategy.resource());
+    for (std::size_t i = 0; i < 2 * send_batch; ++i) sender.send(s);  // warm: message and pool
+    pass.loop(st, [&] { sender.send(s); });
+  });
+  report(state, span_bytes);
 }
 
 void serialization_limit(benchmark::State& state, bool with_metrics) {
   alignas(64) static std::byte storage[send_batch][max_span_bytes];
   const pb::span s = make_span(with_metrics);
-  discard_socket sink;
-  batch_sender sender(sink.port());
-  buffer_pool unused;  // encode_to never touches it
-  pb::span_encoder encoder(unused);
-  (void)encoder.encode_to(s, storage[0]);  // warm the reused message
-  std::size_t queued = 0;
   const std::size_t span_bytes = encoded_size(s);
-  alloc_meter meter;
-  meter.start();
-  for (auto _ : state) {
-    const std::size_t size = encoder.encode_to(s, storage[queued]);
-    sender.queue(storage[queued], size);
-    if (++queued == send_batch) {
-      sender.flush();
-      queued = 0;
-    }
-  }
-  report(state, meter, span_bytes);
+  run_row(state, "limit", [&](benchmark::State& st, row_pass& pass) {
+    discard_socket sink;
+    batch_sender sender(sink.port());
+    buffer_pool unused;  // encode_to never touches it
+    pb::span_encoder encoder(unused);
+    (void)encoder.encode_to(s, storage[0]);  // warm the reused message
+    std::size_t queued = 0;
+    pass.loop(st, [&] {
+      const std::size_t size = encoder.encode_to(s, storage[queued]);
+      sender.queue(storage[queued], size);
+      if (++queued == send_batch) {
+        sender.flush();
+        queued = 0;
+      }
+    });
+    pass.hold_static(sizeof storage, send_batch * span_bytes);  // live: a batch of encoded spans
+  });
+  report(state, span_bytes);
 }
 
 void register_protobuf_workloads() {

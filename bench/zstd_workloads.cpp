@@ -71,45 +71,43 @@ const std::vector<std::byte>& payload() {
 }
 
 void compress_fresh(benchmark::State& state, const std::string& spec) {
-  strategy_under_test s(spec);
-  std::pmr::memory_resource* r = s.resource();
   const auto& input = payload();
-  alloc_meter meter;
-  meter.start();
-  for (auto _ : state) {
-    {
-      zstd::compressor c(r, options);
-      byte_buffer out(r);
-      c.compress(input, out);
-      const std::byte* data = out.data();
-      benchmark::DoNotOptimize(data);
-    }
-    s.recycle_if_needed();  // the context and the buffer are freed: a monotonic may reset
-  }
-  meter.report(state);
+  run_row(state, spec, [&](benchmark::State& st, row_pass& pass) {
+    strategy_under_test s(spec, pass);
+    std::pmr::memory_resource* r = s.resource();
+    pass.loop(st, [&] {
+      {
+        zstd::compressor c(r, options);
+        byte_buffer out(r);
+        c.compress(input, out);
+        const std::byte* data = out.data();
+        benchmark::DoNotOptimize(data);
+      }
+      s.recycle_if_needed();  // the context and the buffer are freed: a monotonic may reset
+    });
+  });
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * input.size()));
 }
 
 void compress_pooled(benchmark::State& state, const std::string& spec) {
-  strategy_under_test s(spec);
-  std::pmr::memory_resource* r = s.resource();
   const auto& input = payload();
-  buffer_pool buffers(r);
-  zstd::compressor_pool contexts(r, options);
-  auto one_op = [&] {
-    byte_buffer out = buffers.acquire(input.size() + input.size() / 64 + 64);
-    contexts.compress(input, out);
-    return out;
-  };
-  { one_op(); }  // warm both pools
-  alloc_meter meter;
-  meter.start();
-  for (auto _ : state) {
-    const byte_buffer out = one_op();
-    const std::byte* data = out.data();
-    benchmark::DoNotOptimize(data);
-  }
-  meter.report(state);
+  run_row(state, spec, [&](benchmark::State& st, row_pass& pass) {
+    strategy_under_test s(spec, pass);
+    std::pmr::memory_resource* r = s.resource();
+    buffer_pool buffers(r);
+    zstd::compressor_pool contexts(r, options);
+    auto one_op = [&] {
+      byte_buffer out = buffers.acquire(input.size() + input.size() / 64 + 64);
+      contexts.compress(input, out);
+      return out;
+    };
+    { one_op(); }  // warm both pools
+    pass.loop(st, [&] {
+      const byte_buffer out = one_op();
+      const std::byte* data = out.data();
+      benchmark::DoNotOptimize(data);
+    });
+  });
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * input.size()));
 }
 
@@ -117,20 +115,21 @@ void compress_pooled(benchmark::State& state, const std::string& spec) {
 alignas(std::max_align_t) std::byte limit_arena[4 << 20];
 
 void compress_limit(benchmark::State& state) {
-  std::pmr::monotonic_buffer_resource arena(limit_arena, sizeof limit_arena,
-                                            std::pmr::null_memory_resource());
   const auto& input = payload();
-  zstd::compressor c(&arena, options);
-  byte_buffer out = byte_buffer::make_standalone(&arena, 2 * input.size() + 1024);
-  alloc_meter meter;
-  meter.start();
-  for (auto _ : state) {
-    out.clear();
-    c.compress(input, out);
-    const std::byte* data = out.data();
-    benchmark::DoNotOptimize(data);
-  }
-  meter.report(state);
+  run_row(state, "limit", [&](benchmark::State& st, row_pass& pass) {
+    std::pmr::monotonic_buffer_resource arena(limit_arena, sizeof limit_arena,
+                                              std::pmr::null_memory_resource());
+    counting_resource carved(&arena);  // what the row uses of its static memory
+    zstd::compressor c(&carved, options);
+    byte_buffer out = byte_buffer::make_standalone(&carved, 2 * input.size() + 1024);
+    pass.loop(st, [&] {
+      out.clear();
+      c.compress(input, out);
+      const std::byte* data = out.data();
+      benchmark::DoNotOptimize(data);
+    });
+    pass.hold_static(sizeof limit_arena, carved.stats().peak_bytes_in_use);
+  });
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * input.size()));
 }
 

@@ -29,14 +29,16 @@ mimalloc_api load() {
                              " for the mimalloc strategies (" + dlerror() +
                              "); install Debian's libmimalloc2.0 package");
   mimalloc_api api{};
+  api.malloc = lookup<decltype(api.malloc)>(library, "mi_malloc");
   api.malloc_aligned = lookup<decltype(api.malloc_aligned)>(library, "mi_malloc_aligned");
-  api.free_size_aligned =
-      lookup<decltype(api.free_size_aligned)>(library, "mi_free_size_aligned");
   api.heap_new = lookup<decltype(api.heap_new)>(library, "mi_heap_new");
   api.heap_destroy = lookup<decltype(api.heap_destroy)>(library, "mi_heap_destroy");
+  api.heap_malloc = lookup<decltype(api.heap_malloc)>(library, "mi_heap_malloc");
   api.heap_malloc_aligned =
       lookup<decltype(api.heap_malloc_aligned)>(library, "mi_heap_malloc_aligned");
   api.free = lookup<decltype(api.free)>(library, "mi_free");
+  api.process_info = lookup<decltype(api.process_info)>(library, "mi_process_info");
+  api.stats_reset = lookup<decltype(api.stats_reset)>(library, "mi_stats_reset");
   return api;
 }
 

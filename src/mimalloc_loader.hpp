@@ -9,12 +9,20 @@
 namespace pmrkit::detail {
 
 struct mimalloc_api {
+  void* (*malloc)(std::size_t size);  // 16-byte aligned (MI_MAX_ALIGN_SIZE)
   void* (*malloc_aligned)(std::size_t size, std::size_t alignment);
-  void (*free_size_aligned)(void* p, std::size_t size, std::size_t alignment);
   void* (*heap_new)();
   void (*heap_destroy)(void* heap);
+  void* (*heap_malloc)(void* heap, std::size_t size);  // 16-byte aligned
   void* (*heap_malloc_aligned)(void* heap, std::size_t size, std::size_t alignment);
   void (*free)(void* p);
+  // mi_process_info: times in ms, then current and peak RSS, current and peak committed bytes
+  // (mimalloc's own statistics, kept in release builds too), page faults.
+  void (*process_info)(std::size_t* elapsed_ms, std::size_t* user_ms, std::size_t* system_ms,
+                       std::size_t* current_rss, std::size_t* peak_rss,
+                       std::size_t* current_commit, std::size_t* peak_commit,
+                       std::size_t* page_faults);
+  void (*stats_reset)();  // mi_stats_reset: peaks start again from the current values
 };
 
 // Loads the library on first use (thread-safe) and keeps it loaded until exit. Throws

@@ -1,7 +1,8 @@
 // pmrkit/mimalloc_resource.hpp — mimalloc as a memory resource, without replacing malloc.
 //
-// mimalloc_resource: mi_malloc_aligned / mi_free_size_aligned. Thread-safe; blocks may be
-// freed on any thread. Stateless: every instance shares mimalloc's own per-thread heaps.
+// mimalloc_resource: mi_malloc (mi_malloc_aligned above 16-byte alignment) / mi_free.
+// Thread-safe; blocks may be freed on any thread. Every instance shares mimalloc's own
+// per-thread heaps; an instance only keeps the library's function pointers.
 // mimalloc_heap_resource: a private mi_heap. Single-threaded: allocate only on the thread that
 // created it (a mimalloc heap belongs to its thread); destroying it frees every block at once.
 // Both take memory from mimalloc (the OS), not from an upstream resource. The library is
@@ -24,6 +25,12 @@ class mimalloc_resource final : public std::pmr::memory_resource {
   bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
     return this == &other;
   }
+
+  // Copied from the loader once, so a call reaches mimalloc without a function-local static's
+  // guard check.
+  void* (*malloc_)(std::size_t size);
+  void* (*malloc_aligned_)(std::size_t size, std::size_t alignment);
+  void (*free_)(void* p);
 };
 
 class mimalloc_heap_resource final : public std::pmr::memory_resource {
@@ -41,6 +48,9 @@ class mimalloc_heap_resource final : public std::pmr::memory_resource {
   }
 
   void* heap_;  // mi_heap_t*, kept opaque so mimalloc.h stays out of this header
+  void* (*heap_malloc_)(void* heap, std::size_t size);
+  void* (*heap_malloc_aligned_)(void* heap, std::size_t size, std::size_t alignment);
+  void (*free_)(void* p);
 };
 
 }  // namespace pmrkit

@@ -17,8 +17,9 @@ resource_ptr make_private_heap(option_reader&, std::pmr::memory_resource*) {
 
 extern const strategy_definition mimalloc{
     .name = "mimalloc",
-    .summary = "mimalloc's mi_malloc_aligned/mi_free_size_aligned (library loaded privately, "
-               "the process allocator is untouched); thread-safe; ignores upstream",
+    .summary = "mimalloc's mi_malloc/mi_free, mi_malloc_aligned above 16-byte alignment "
+               "(library loaded privately, the process allocator is untouched); thread-safe; "
+               "ignores upstream",
     .can = {.thread_safe = true, .uses_upstream = false, .reuses_memory = true},
     .options = {},
     .make = make_shared_heap,
