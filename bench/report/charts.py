@@ -155,7 +155,8 @@ def memory_chart(table: analysis.Table, path: str) -> str | None:
                label="Pareto front: no other row is both faster and holds less")
     ax.scatter([], [], marker="o", s=40, facecolors="none", edgecolors=ROLE_COLORS["strategy"],
                label="beaten in both by some row")
-    ax.legend(fontsize=8, loc="upper right", frameon=False)
+    # Below the axes: inside, it would cover the labels of points in any corner.
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2, frameon=False)
     ax.grid(alpha=0.3, which="both")
     ax.set_title(f"{table.title}: time against memory held", fontsize=12, loc="left")
     fig.tight_layout()
