@@ -44,7 +44,7 @@ DEFAULT_MIN_TIME = 0.05
 QUICK_REPETITIONS = 3
 QUICK_MIN_TIME = 0.01
 # The idle runs are a figure beside the warm one, not a verdict: 3 repetitions (a median that
-# one outlier does not move) of the ~100 fresh and pattern rows add about a quarter to the run.
+# one outlier does not move) of the ~110 fresh and pattern rows add about a quarter to the run.
 DEFAULT_IDLE_REPETITIONS = 3
 QUICK_IDLE_REPETITIONS = 1
 
