@@ -101,6 +101,7 @@ class Table:
     reference: str | None   # label of the reference row, or None
     comparing: bool         # True: deltas are NEW vs OLD
     interleaved: bool = False  # the rows' repetitions ran interleaved, in random order
+    heap_state: str = ""    # the heap state of the rows' figures (results.WARM, IDLE), "" unknown
 
     @property
     def title(self) -> str:
@@ -223,7 +224,8 @@ def analyze_run(result_set: results.ResultSet) -> list[Table]:
                             baseline=baseline.key.label if baseline else None,
                             reference=reference.key.label if reference else None,
                             comparing=False,
-                            interleaved=bool(result_set.context.get(INTERLEAVED_FIELD))))
+                            interleaved=bool(result_set.context.get(INTERLEAVED_FIELD)),
+                            heap_state=result_set.heap_state))
     return tables
 
 
@@ -255,7 +257,8 @@ def analyze_compare(old: results.ResultSet, new: results.ResultSet) -> list[Tabl
                             rows=analyzed, baseline=None,
                             reference=reference_key.label if reference_key else None,
                             comparing=True,
-                            interleaved=bool(new.context.get(INTERLEAVED_FIELD))))
+                            interleaved=bool(new.context.get(INTERLEAVED_FIELD)),
+                            heap_state=new.heap_state))
     return tables
 
 

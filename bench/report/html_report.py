@@ -64,7 +64,9 @@ def _context_html(context: dict) -> str:
     fields = [("date", "date"), ("host", "host_name"), ("CPUs", "num_cpus"),
               ("MHz", "mhz_per_cpu"), ("CPU scaling", "cpu_scaling_enabled"),
               ("binary", "executable"), ("command", "pmrkit_command"),
-              ("repetitions", "pmrkit_repetitions"), ("min time (s)", "pmrkit_min_time")]
+              ("repetitions", "pmrkit_repetitions"), ("min time (s)", "pmrkit_min_time"),
+              ("heap state", "pmrkit_heap_state"),
+              ("idle repetitions", "pmrkit_idle_repetitions")]
     rows = "".join(f"<tr><td>{label}</td><td>{html.escape(str(context[key]))}</td></tr>"
                    for label, key in fields if key in context)
     return f'<table class="context">{rows}</table>'
@@ -75,6 +77,9 @@ def write(path: str, title: str, tables: list[analysis.Table], chart_paths: dict
     parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
              f"</title><style>{STYLE}</style></head><body>",
              f"<h1>{html.escape(title)}</h1>", _context_html(context)]
+    heap = text_tables.heap_state_line(context)
+    if heap:
+        parts.append(f"<p><b>{html.escape(heap)}</b></p>")
     if notes:
         parts.append('<div class="notes">' + "<br>".join(html.escape(n) for n in notes)
                      + "</div>")

@@ -53,6 +53,9 @@ class Metric:
 
 
 TIME = Metric("ns_per_op", "time/op", "ns_per_op", format_time, True)
+# The same row's time in an idle process (bench/heap_state.hpp), beside the warm time/op.
+IDLE_TIME = Metric("idle_ns_per_op", "idle time/op", "idle_ns_per_op", format_time, True,
+                   delta_in_run=False)
 ALLOCS = Metric("allocs_per_op", "allocs/op", "allocs_per_op", format_count, False)
 BYTES = Metric("bytes_per_op", "B/op", "bytes_per_op", format_bytes, False)
 THROUGHPUT = Metric("mb_per_s", "MB/s", "mb_per_s", format_rate, True, lower_is_better=False)
@@ -64,7 +67,8 @@ HELD_OVER_LIVE = Metric("held_over_live", "held/live", "held_over_live", format_
                         delta_in_run=False)
 
 # In table order. MB/s is shown only for workloads that process bytes, the memory figures only
-# when the bench reported them (a results.json from before they existed has none).
-TABLE_METRICS = (TIME, ALLOCS, BYTES, PEAK_HELD, HELD_OVER_LIVE, THROUGHPUT)
-OPTIONAL_METRICS = (PEAK_HELD, HELD_OVER_LIVE, THROUGHPUT)
+# when the bench reported them (a results.json from before they existed has none), the idle
+# time only where the run measured it.
+TABLE_METRICS = (TIME, IDLE_TIME, ALLOCS, BYTES, PEAK_HELD, HELD_OVER_LIVE, THROUGHPUT)
+OPTIONAL_METRICS = (IDLE_TIME, PEAK_HELD, HELD_OVER_LIVE, THROUGHPUT)
 MEMORY_METRICS = (PEAK_HELD, PEAK_LIVE, HELD_OVER_LIVE)

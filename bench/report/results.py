@@ -6,6 +6,12 @@ variant), the strategy (the element naming a known strategy), the variant (fresh
 limit; none for the Alloc* patterns) and the thread count. Runs made with a replaced process
 allocator (LD_PRELOAD) carry a ``pmrkit_preload`` field and a `` [preload=NAME]`` name suffix.
 
+Every run names its heap state (bench/heap_state.hpp): the context's ``pmrkit_heap_state`` for the
+document (a merged report's: the state of its tables, warm), and a ``pmrkit_heap`` field per
+entry where the report's runner ran processes in both states. An entry whose state differs from
+the document's is not a row of its own: its time joins the same row's ``idle_ns_per_op``
+samples, the figure shown beside the row's time.
+
 With repetitions, Google Benchmark writes one ``run_type: iteration`` entry per repetition and
 then aggregates; the per-repetition entries are the samples. A file holding only aggregates
 (``--benchmark_report_aggregates_only``) yields one sample per row, from the mean.
@@ -45,8 +51,16 @@ _TIME_UNIT_TO_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 
 # The metrics a row carries, by the key used everywhere else (tables, CSV, charts).
 # held_over_live is computed per repetition from the two counters before it.
-METRICS = ("ns_per_op", "allocs_per_op", "bytes_per_op", "mb_per_s", "items_per_s",
-           "peak_held_bytes", "peak_live_bytes", "held_over_live")
+METRICS = ("ns_per_op", "idle_ns_per_op", "allocs_per_op", "bytes_per_op", "mb_per_s",
+           "items_per_s", "peak_held_bytes", "peak_live_bytes", "held_over_live")
+# The heap state of a document (context) and of an entry (set by the runner; see the module
+# comment). A document that names none predates the states: it ran idle.
+HEAP_STATE_FIELD = "pmrkit_heap_state"
+HEAP_BACKGROUND_FIELD = "pmrkit_heap_background_bytes"
+HEAP_FIELD = "pmrkit_heap"
+WARM = "warm"
+IDLE = "idle"
+IDLE_TIME = "idle_ns_per_op"
 # How the bench measured peak_held_bytes: per row in the benchmark's label ("held=rss"), per
 # strategy in the context ({"malloc": "mallinfo2", ...}).
 HELD_METHOD_FIELD = "pmrkit_held_method"
@@ -126,6 +140,12 @@ class ResultSet:
         for row in self.rows.values():
             grouped.setdefault(row.key.table, []).append(row)
         return grouped
+
+    @property
+    def heap_state(self) -> str:
+        """The heap state of the rows' figures: warm, idle, or "" for a run from before the
+        bench named it."""
+        return str(self.context.get(HEAP_STATE_FIELD, ""))
 
     def strategies(self) -> list[str]:
         """The strategies, in the binary's order where the context records it (a run's rows
@@ -239,20 +259,28 @@ def from_json(doc: dict, known: Iterable[str] | None = None) -> ResultSet:
         known = doc.get("context", {}).get(STRATEGIES_FIELD, ())
     known = tuple(known)
     entries = doc.get("benchmarks", [])
+    state = str(doc.get("context", {}).get(HEAP_STATE_FIELD, ""))
     errors = []
-    with_iterations = {(run_name_of(e), e.get(PRELOAD_FIELD, "")) for e in entries
-                       if e.get("run_type", "iteration") == "iteration"}
+    with_iterations = {(run_name_of(e), e.get(PRELOAD_FIELD, ""), e.get(HEAP_FIELD, state))
+                       for e in entries if e.get("run_type", "iteration") == "iteration"}
     rows: dict[RowKey, Row] = {}
+    other_state: list[tuple[RowKey, dict]] = []
     for entry in entries:
         name, preload = run_name_of(entry), entry.get(PRELOAD_FIELD, "")
+        heap = entry.get(HEAP_FIELD, state)
         if entry.get("error_occurred"):
-            errors.append((name, entry.get("error_message", "error")))
+            errors.append((name + (f" [heap={heap}]" if heap != state else ""),
+                           entry.get("error_message", "error")))
             continue
         if entry.get("run_type", "iteration") == "aggregate":
             # Only when no per-repetition entries exist, and then only the mean.
-            if (name, preload) in with_iterations or entry.get("aggregate_name") != "mean":
+            if ((name, preload, heap) in with_iterations
+                    or entry.get("aggregate_name") != "mean"):
                 continue
         key = parse_name(name, known, preload)
+        if heap != state:
+            other_state.append((key, entry))
+            continue
         row = rows.get(key)
         if row is None:
             row = rows[key] = Row(key=key, name=_PRELOAD_SUFFIX.sub("", name))
@@ -268,6 +296,10 @@ def from_json(doc: dict, known: Iterable[str] | None = None) -> ResultSet:
                     float(held) / float(live))
         if "peak_held_bytes" in entry and not row.held_method:
             row.held_method = held_method_of(entry, doc.get("context", {}), key.strategy)
+    for key, entry in other_state:  # a row that ran only idle has nothing to stand beside
+        time = _metrics_of(entry).get("ns_per_op")
+        if key in rows and time is not None and entry.get(HEAP_FIELD) == IDLE:
+            rows[key].samples.setdefault(IDLE_TIME, []).append(time)
     return ResultSet(rows=rows, context=doc.get("context", {}), errors=errors)
 
 
@@ -296,6 +328,13 @@ def tag_preload(doc: dict, preload: str) -> dict:
                     entry[field] = f"{base} [preload={preload}]_{entry.get('aggregate_name', '')}"
                 else:
                     entry[field] = f"{base} [preload={preload}]"
+    return doc
+
+
+def tag_heap(doc: dict, heap: str) -> dict:
+    """Marks every entry with the heap state its process ran in (see the module comment)."""
+    for entry in doc.get("benchmarks", []):
+        entry[HEAP_FIELD] = heap
     return doc
 
 

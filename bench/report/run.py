@@ -5,8 +5,10 @@
 
 Runs each benchmark of pmrkit_bench (fresh and pooled variants, the limit reference, the
 Alloc* patterns) with repetitions, one process per repetition, the repetitions of the rows of
-one table interleaved in random order; and the malloc strategy's fresh rows and patterns again
-under whole-process allocators (LD_PRELOAD jemalloc, tcmalloc, mimalloc). Prints one table per
+one table interleaved in random order, every process in the warm heap state (a live background
+set, bench/heap_state.hpp); the fresh rows and the patterns again in an idle process, with fewer
+repetitions, for the "idle time/op" column; and the malloc strategy's fresh rows and patterns
+again under whole-process allocators (LD_PRELOAD jemalloc, tcmalloc, mimalloc). Prints one table per
 workload with deltas against new_delete/fresh and a Mann-Whitney U test, peak held memory and
 held/live, and writes OUT/results.json (merged Google Benchmark JSON), OUT/summary.csv,
 OUT/report.html and OUT/charts/*.png. See docs/benchmarks.md for how to read them.
@@ -41,6 +43,10 @@ DEFAULT_REPETITIONS = 5
 DEFAULT_MIN_TIME = 0.05
 QUICK_REPETITIONS = 3
 QUICK_MIN_TIME = 0.01
+# The idle runs are a figure beside the warm one, not a verdict: 3 repetitions (a median that
+# one outlier does not move) of the ~110 fresh and pattern rows add about a quarter to the run.
+DEFAULT_IDLE_REPETITIONS = 3
+QUICK_IDLE_REPETITIONS = 1
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -68,6 +74,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help=f"repetitions per benchmark, each in a process of its own, interleaved "
                    f"with the other rows of its table (default {DEFAULT_REPETITIONS}, "
                    f"--quick {QUICK_REPETITIONS}); more make the verdicts surer")
+    p.add_argument("--idle-repetitions", type=int, metavar="N",
+                   help="repetitions of the fresh rows and patterns in an idle process (nothing "
+                   "else on the heap), shown as 'idle time/op' beside the warm time "
+                   f"(default {DEFAULT_IDLE_REPETITIONS}, --quick {QUICK_IDLE_REPETITIONS}; "
+                   "0: warm only)")
     p.add_argument("--seed", type=int, metavar="N",
                    help="seed of the interleaving order (default: random; the run records it)")
     p.add_argument("--min-time", type=float, metavar="SECONDS",
@@ -81,8 +92,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         args.repetitions = QUICK_REPETITIONS if args.quick else DEFAULT_REPETITIONS
     if args.min_time is None:
         args.min_time = QUICK_MIN_TIME if args.quick else DEFAULT_MIN_TIME
+    if args.idle_repetitions is None:
+        args.idle_repetitions = QUICK_IDLE_REPETITIONS if args.quick else DEFAULT_IDLE_REPETITIONS
     if args.repetitions < 1:
         p.error("--repetitions must be at least 1")
+    if args.idle_repetitions < 0:
+        p.error("--idle-repetitions must be 0 or more")
     if args.min_time <= 0:
         p.error("--min-time must be positive")
     if args.seed is None:
@@ -103,7 +118,7 @@ def write_reports(out_dir: str, doc: dict, result_set: results.ResultSet,
     with open(os.path.join(out_dir, "results.json"), "w", encoding="utf-8") as f:
         json.dump(doc, f, indent=1)
     analyzed = analysis.analyze_run(result_set)
-    text = tables.render_all(analyzed)
+    text = tables.render_all(analyzed, result_set.context)
     print(text, end="")
     with open(os.path.join(out_dir, "tables.txt"), "w", encoding="utf-8") as f:
         f.write(text)
@@ -133,11 +148,12 @@ def main(argv: list[str]) -> int:
         return 2
     for note in plan.notes:
         print(note, file=sys.stderr)
+    jobs = plan.jobs + (runner.idle_jobs(plan.jobs, known) if args.idle_repetitions else [])
     if args.list:
-        print("\n".join(job.display for job in plan.jobs))
+        print("\n".join(job.display for job in jobs))
         return 0
 
-    steps = runner.schedule(plan.jobs, args.repetitions, known, args.seed)
+    steps = runner.schedule(jobs, args.repetitions, known, args.seed, args.idle_repetitions)
     guess = args.min_time * 1.5 + 0.2
     progress = Progress(len(steps), guess)
     outcome = runner.run(args.bench, steps, args.min_time, progress)
@@ -149,6 +165,8 @@ def main(argv: list[str]) -> int:
         pmrkit_command=shlex.join(["run.py"] + argv), pmrkit_repetitions=args.repetitions,
         pmrkit_min_time=args.min_time, pmrkit_strategy=args.strategy or "all",
         pmrkit_notes=notes, pmrkit_seed=args.seed, **{analysis.INTERLEAVED_FIELD: True},
+        **{results.HEAP_STATE_FIELD: runner.WARM,
+           tables.IDLE_REPETITIONS_FIELD: args.idle_repetitions},
         **{results.STRATEGIES_FIELD: list(known)})
     if not doc["benchmarks"]:
         print("run.py: no benchmark produced results", file=sys.stderr)

@@ -30,6 +30,13 @@ PRELOADS = (
 )
 
 
+# The heap state of each benchmark process (bench/heap_state.hpp): the tables and verdicts are
+# the warm runs; the idle runs are the figure beside them.
+HEAP_ENV = "PMRKIT_BENCH_HEAP"
+WARM = "warm"
+IDLE = "idle"
+
+
 def job_timeout_s(repetitions: int, min_time: float) -> float:
     """How long one benchmark process may take before it counts as hung: generous, since an op
     can be slow and Google Benchmark first searches for an iteration count."""
@@ -53,14 +60,17 @@ class Job:
     args: tuple[str, ...]   # extra flags, e.g. ("--strategy=new_delete",)
     preload: str = ""       # tag of the replaced process allocator, "" for none
     preload_path: str = ""
+    heap: str = WARM        # the process's heap state
 
     @property
     def display(self) -> str:
-        return self.name + (f" [preload={self.preload}]" if self.preload else "")
+        return (self.name + (f" [preload={self.preload}]" if self.preload else "")
+                + (f" [heap={self.heap}]" if self.heap != WARM else ""))
 
 
-def _child_env(preload_path: str = "") -> dict:
+def _child_env(preload_path: str = "", heap: str = WARM) -> dict:
     env = dict(os.environ)
+    env[HEAP_ENV] = heap
     # The strategy is always passed as a flag; an inherited PMRKIT_STRATEGY must not leak
     # into the baseline or preload runs.
     env.pop("PMRKIT_STRATEGY", None)
@@ -74,7 +84,8 @@ def _child_env(preload_path: str = "") -> dict:
 def _call(bench: str, args: list[str], timeout: float = 120) -> subprocess.CompletedProcess:
     try:
         return subprocess.run([bench] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True, timeout=timeout, env=_child_env())
+                              text=True, timeout=timeout,
+                              env=_child_env(heap=IDLE))  # listing needs no background set
     except FileNotFoundError:
         raise BenchError(f"{bench}: no such benchmark binary; build it with "
                          "`cmake --build build --target pmrkit_bench`") from None
@@ -197,6 +208,19 @@ def _by_table(jobs: list[Job], known) -> list[Job]:
     return sorted(jobs, key=lambda job: first[results.parse_name(job.name, known).table])
 
 
+def idle_jobs(jobs: list[Job], known) -> list[Job]:
+    """The same rows in an idle process, for those whose time moves with the heap's state: the
+    fresh rows (a new buffer per op, which glibc may hand back to the kernel each time) and the
+    allocator patterns, not the preload rows (another allocator's policy) or the references."""
+    out = []
+    for job in jobs:
+        key = results.parse_name(job.name, known)
+        if not job.preload and not key.is_reference and (
+                key.variant == results.BASELINE_VARIANT or key.is_pattern):
+            out.append(dataclasses.replace(job, heap=IDLE))
+    return out
+
+
 @dataclasses.dataclass(frozen=True)
 class Step:
     """One process to start: one repetition (round) of one job."""
@@ -209,20 +233,25 @@ class Step:
         return f"{self.job.display} (run {self.round + 1}/{self.rounds})"
 
 
-def schedule(jobs: list[Job], repetitions: int, known, seed: int) -> list[Step]:
+def schedule(jobs: list[Job], repetitions: int, known, seed: int,
+             idle_repetitions: int = 0) -> list[Step]:
     """The order to run the plan in: table by table (as plan() grouped them); within a table,
-    `repetitions` rounds, each of which runs every row of the table once, in an order shuffled
-    anew per round (random.Random(seed), so a run's order can be replayed)."""
+    rounds, each of which runs every row of the table once, in an order shuffled anew per round
+    (random.Random(seed), so a run's order can be replayed). Warm jobs run `repetitions`
+    rounds, idle ones (idle_jobs()) `idle_repetitions`, in the same rounds as the warm ones."""
     rng = random.Random(seed)
     tables: dict[tuple[str, int], list[Job]] = {}
     for job in jobs:
         tables.setdefault(results.parse_name(job.name, known).table, []).append(job)
+
+    def rounds_of(job: Job) -> int:
+        return idle_repetitions if job.heap == IDLE else repetitions
     steps = []
     for rows in tables.values():
-        for round_index in range(repetitions):
-            order = list(rows)
+        for round_index in range(max(rounds_of(job) for job in rows)):
+            order = [job for job in rows if round_index < rounds_of(job)]
             rng.shuffle(order)
-            steps += [Step(job, round_index, repetitions) for job in order]
+            steps += [Step(job, round_index, rounds_of(job)) for job in order]
     return steps
 
 
@@ -256,7 +285,8 @@ def run_one(bench: str, job: Job, repetitions: int, min_time: float,
     timeout = job_timeout_s(repetitions, min_time)
     try:
         done = subprocess.run([bench] + args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              text=True, timeout=timeout, env=_child_env(job.preload_path))
+                              text=True, timeout=timeout,
+                              env=_child_env(job.preload_path, job.heap))
     except subprocess.TimeoutExpired:
         return None, f"{job.display}: no result within {timeout:.0f}s"
     doc = _read_json(out_path)
@@ -266,6 +296,7 @@ def run_one(bench: str, job: Job, repetitions: int, min_time: float,
                                                                else "")
     if job.preload:
         results.tag_preload(doc, job.preload)
+    results.tag_heap(doc, job.heap)
     errors = [e.get("error_message", "error") for e in doc["benchmarks"] if e.get("error_occurred")]
     return doc, (f"{job.display}: {errors[0]}" if errors else None)
 
@@ -280,7 +311,7 @@ def _mark_round(doc: dict, round_index: int) -> None:
 def run(bench: str, steps: list[Step], min_time: float, progress: Progress) -> Outcome:
     """Runs every step in turn, one repetition per process; a job that failed once is not run
     again (its failure is listed once). Ctrl-C stops the run and keeps what finished."""
-    docs, failures = [], []
+    docs, idle_docs, failures = [], [], []
     failed: set[Job] = set()
     interrupted = False
     with tempfile.TemporaryDirectory(prefix="pmrkit-report-") as tmp:
@@ -295,7 +326,8 @@ def run(bench: str, steps: list[Step], min_time: float, progress: Progress) -> O
                 progress.finish_one()
                 if doc is not None:
                     _mark_round(doc, step.round)
-                    docs.append(doc)  # an entry that reported an error is kept, and listed
+                    # an entry that reported an error is kept, and listed
+                    (idle_docs if step.job.heap == IDLE else docs).append(doc)
                 if failure:
                     failed.add(step.job)
                     failures.append(failure)
@@ -303,7 +335,8 @@ def run(bench: str, steps: list[Step], min_time: float, progress: Progress) -> O
         except KeyboardInterrupt:
             interrupted = True
             progress.note("interrupted: reporting the benchmarks that finished")
-    return Outcome(results.merge(docs), failures, interrupted)
+    # Warm documents first: the merged context (the first document's) is a warm process's.
+    return Outcome(results.merge(docs + idle_docs), failures, interrupted)
 
 
 def _read_json(path: str) -> dict | None:

@@ -1,6 +1,8 @@
 """summary.csv: one row per workload/strategy/variant/preload with medians, deltas and p-values,
 and the memory axis: peak_held_bytes, peak_live_bytes, held_over_live (medians), how held was
-measured, and whether the row is on its table's time-vs-held Pareto front. Phase workloads add
+measured, and whether the row is on its table's time-vs-held Pareto front. heap_state names the
+state every figure of the row comes from (warm: beside a live background set); where the run
+also ran the row idle, idle_ns_per_op_median is its time then and idle_over_warm the ratio. Phase workloads add
 phase_<name>_held_bytes / _live_bytes / _held_over_live columns, one set per phase.
 
 Empty cells mean "not measured" (a metric the workload does not report, a results.json from
@@ -16,8 +18,9 @@ import analysis
 import metrics as m
 import results
 
-KEY_COLUMNS = ["workload", "threads", "strategy", "variant", "preload", "label", "role",
-               "repetitions"]
+KEY_COLUMNS = ["workload", "threads", "strategy", "variant", "preload", "heap_state", "label",
+               "role", "repetitions"]
+IDLE_COLUMNS = ["idle_ns_per_op_median", "idle_repetitions", "idle_over_warm"]
 CSV_METRICS = (m.TIME, m.ALLOCS, m.BYTES, m.THROUGHPUT)
 
 
@@ -31,6 +34,7 @@ def header(comparing: bool = False, phases: tuple[str, ...] = ()) -> list[str]:
         if comparing:
             columns.append(f"{metric.csv}_old_median")
         columns += [f"{metric.csv}_median", f"{metric.csv}_delta_pct", f"{metric.csv}_p"]
+    columns += IDLE_COLUMNS
     for column in MEMORY_COLUMNS:
         columns += [f"{column}_old", column] if comparing else [column]
     columns += ["held_method", "pareto"]
@@ -52,7 +56,8 @@ def rows(table: analysis.Table) -> list[dict]:
         time = row.summary.get("ns_per_op")
         record = {"workload": table.workload, "threads": table.threads,
                   "strategy": row.key.strategy, "variant": row.key.variant,
-                  "preload": row.key.preload, "label": row.label, "role": row.role,
+                  "preload": row.key.preload, "heap_state": table.heap_state,
+                  "label": row.label, "role": row.role,
                   "repetitions": time.n if time else 0}
         for metric in CSV_METRICS:
             summary = row.summary.get(metric.key)
@@ -64,6 +69,11 @@ def rows(table: analysis.Table) -> list[dict]:
             record[f"{metric.csv}_delta_pct"] = _number(
                 delta.change * 100 if delta and delta.change is not None else None, 4)
             record[f"{metric.csv}_p"] = _number(delta.p if delta else None, 4)
+        idle = row.summary.get(results.IDLE_TIME)
+        record["idle_ns_per_op_median"] = _number(idle.median if idle else None)
+        record["idle_repetitions"] = idle.n if idle else ""
+        record["idle_over_warm"] = _number(
+            idle.median / time.median if idle and time and time.median else None, 4)
         for column in MEMORY_COLUMNS:
             record[column] = _number(row.median(column))
             if table.comparing:

@@ -118,10 +118,11 @@ def caption(table: analysis.Table) -> str:
     interleaved = "interleaved " if table.interleaved else ""
     runs = (f"{low} {interleaved}{'run' if high == 1 else 'runs'} each" if low == high
             else f"{low}-{high} {interleaved}runs each")
+    heap = f", {table.heap_state} heap" if table.heap_state else ""
     if table.comparing:
-        return f"{table.title} — new vs old, {runs}"
+        return f"{table.title} — new vs old, {runs}{heap}"
     parts = [table.title, f"baseline {table.baseline or 'missing'}",
-             f"reference {table.reference or 'missing'}", runs]
+             f"reference {table.reference or 'missing'}", runs + heap]
     return " — ".join(parts[:1]) + " — " + ", ".join(parts[1:])
 
 
@@ -287,5 +288,31 @@ def render_table(table: analysis.Table) -> str:
     return "\n".join(parts)
 
 
-def render_all(tables: list[analysis.Table]) -> str:
-    return "\n\n".join(render_table(t) for t in tables) + "\n"
+def heap_state_line(context: dict) -> str:
+    """Which heap state the figures come from, for the head of the report ("" if unnamed)."""
+    state = context.get(results.HEAP_STATE_FIELD, "")
+    if not state:
+        return ""
+    line = f"heap state: {state}"
+    background = float(context.get(results.HEAP_BACKGROUND_FIELD, 0) or 0)
+    if state == results.WARM and background:
+        line += (f" (every row ran beside a {m.format_bytes(background)} live background set, "
+                 "as in a long-running process)")
+    elif state == results.IDLE:
+        line += " (nothing else live on the heap)"
+    idle_runs = context.get(IDLE_REPETITIONS_FIELD)
+    if state == results.WARM and idle_runs:
+        line += (f"; idle time/op: the same row in a process with nothing else on its heap, "
+                 f"{idle_runs} runs each (fresh rows and allocator patterns); verdicts are "
+                 "on the warm figures")
+    return line
+
+
+# In the context of a run whose fresh rows and patterns also ran idle: their repetitions.
+IDLE_REPETITIONS_FIELD = "pmrkit_idle_repetitions"
+
+
+def render_all(tables: list[analysis.Table], context: dict | None = None) -> str:
+    head = heap_state_line(context or {})
+    return ((head + "\n\n" if head else "")
+            + "\n\n".join(render_table(t) for t in tables) + "\n")

@@ -11,6 +11,9 @@ tagged and run on malloc), summary.csv (header and one row per table row), repor
 table and every chart embedded) and charts/*.png; then compare.py on the run against itself,
 which must find no significant change anywhere. A binary with the malloc strategy (issue 11 on)
 must report peak held and peak live for every row, which the tables, CSV and charts then show.
+Every row runs in the warm heap state (a live background set of tens of MiB, named in the
+context, the report's head, the captions and the CSV), the fresh rows and patterns also idle,
+whose time stands beside the warm one in the tables and the CSV.
 Timings are never asserted: machines are shared and noisy.
 """
 
@@ -88,15 +91,19 @@ AFTER_ROWS = re.compile(r"^  (fastest|leanest|fewest heap B/op|time vs peak held
 
 def check_tables(stdout, strategy, expected_tables, memory):
     blocks = [b for b in stdout.strip().split("\n\n") if b.strip()]
+    check(blocks and blocks[0].startswith("heap state: warm (every row ran beside a "),
+          f"the report does not start by naming the heap state: {blocks[:1]}")
+    blocks = blocks[1:]
     check(blocks, "no tables printed")
     titles = []
     for block in blocks:
         lines = block.splitlines()
         title = lines[0].split(" — ")[0]
         titles.append(title)
+        check(", warm heap" in lines[0], f"{title}: caption does not name the heap state")
         header = lines[1].split()
-        want = ["strategy/variant", "time/op", "vs", "base", "allocs/op", "vs", "base", "B/op",
-                "vs", "base"]
+        want = ["strategy/variant", "time/op", "vs", "base", "idle", "time/op", "allocs/op",
+                "vs", "base", "B/op", "vs", "base"]
         check(header[:len(want)] == want, f"{title}: columns {header}")
         check(set(lines[2].replace(" ", "")) == {"-"}, f"{title}: no rule under the header")
         rows = []
@@ -170,6 +177,10 @@ def check_files(out, strategy, titles, preloads, memory):
     check(len({(r["workload"], r["threads"]) for r in records}) == len(titles),
           "CSV tables differ from printed tables")
     check(all(float(r["ns_per_op_median"]) > 0 for r in records), "CSV row without a time")
+    check({r["heap_state"] for r in records} == {"warm"}, "CSV rows not all in the warm state")
+    baselines = [r for r in records if r["role"] == "baseline"]
+    check(baselines and all(float(r["idle_ns_per_op_median"]) > 0 for r in baselines),
+          "a baseline row without its idle time in the CSV")
     check(all(r["role"] in ("baseline", "strategy", "preload", "plain", "reference")
               for r in records), "CSV row with an unknown role")
     if memory:

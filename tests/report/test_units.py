@@ -574,6 +574,100 @@ class Files(unittest.TestCase):
             self.assertIn('class="note"', page)
 
 
+def heap_doc():
+    """A merged run as the runner writes it: warm rows, idle runs of the fresh row."""
+    def entry(name, ns, heap, rep):
+        return {"name": name, "run_name": name, "run_type": "iteration", "real_time": ns,
+                "time_unit": "ns", "repetition_index": rep, results.HEAP_FIELD: heap,
+                "allocs_per_op": 1.0}
+    benchmarks = []
+    for rep in range(5):
+        benchmarks += [entry("DatagramNoFormatting/new_delete/fresh", 3000 + rep, "warm", rep),
+                       entry("DatagramNoFormatting/new_delete/pooled", 900 + rep, "warm", rep)]
+    for rep in range(3):
+        benchmarks.append(entry("DatagramNoFormatting/new_delete/fresh", 50000 + rep, "idle",
+                                rep))
+    benchmarks.append(entry("DatagramNoFormatting/monotonic/fresh", 7, "idle", 0))  # idle only
+    return {"context": {results.HEAP_STATE_FIELD: "warm",
+                        results.HEAP_BACKGROUND_FIELD: "33554432",
+                        tables.IDLE_REPETITIONS_FIELD: 3}, "benchmarks": benchmarks}
+
+
+class HeapState(unittest.TestCase):
+    def test_idle_runs_join_their_row_beside_the_warm_time(self):
+        result_set = results.from_json(heap_doc())
+        self.assertEqual(result_set.heap_state, "warm")
+        self.assertEqual(sorted(k.label for k in result_set.rows),
+                         ["new_delete/fresh", "new_delete/pooled"])  # no idle-only row
+        fresh = next(r for k, r in result_set.rows.items() if k.variant == "fresh")
+        self.assertEqual(fresh.values("ns_per_op"), [3000, 3001, 3002, 3003, 3004])
+        self.assertEqual(fresh.values(results.IDLE_TIME), [50000, 50001, 50002])
+        self.assertEqual(fresh.values("allocs_per_op"), [1.0] * 5)  # warm runs only
+
+    def test_tables_show_the_idle_time_and_name_the_state(self):
+        (table,) = analysis.analyze_run(results.from_json(heap_doc()))
+        g = tables.grid(table)
+        self.assertEqual(g.headers[1:4], ["time/op", "vs base", "idle time/op"])
+        rows = {cells[0]: dict(zip(g.headers, cells)) for cells in g.rows}
+        self.assertEqual(rows["new_delete/fresh"]["idle time/op"], "50µs ±0%")
+        self.assertEqual(rows["new_delete/pooled"]["idle time/op"], tables.MISSING)
+        self.assertIn("warm heap", tables.caption(table))
+        text = tables.render_all([table], heap_doc()["context"])
+        self.assertTrue(text.startswith("heap state: warm (every row ran beside a 32MiB live "
+                                        "background set"), text)
+        self.assertIn("idle time/op: the same row in a process with nothing else on its heap, "
+                      "3 runs each", text)
+
+    def test_csv_has_the_state_and_both_figures(self):
+        (table,) = analysis.analyze_run(results.from_json(heap_doc()))
+        records = {r["label"]: r for r in summary_csv.rows(table)}
+        fresh = records["new_delete/fresh"]
+        self.assertEqual((fresh["heap_state"], fresh["ns_per_op_median"],
+                          fresh["idle_ns_per_op_median"], fresh["idle_repetitions"]),
+                         ("warm", "3002", "50001", 3))
+        self.assertEqual(fresh["idle_over_warm"], "16.66")
+        self.assertEqual(records["new_delete/pooled"]["idle_ns_per_op_median"], "")
+        header = summary_csv.header()
+        self.assertLess(header.index("heap_state"), header.index("label"))
+        self.assertIn("idle_ns_per_op_median", header)
+
+    def test_a_run_from_before_the_states_names_none(self):
+        result_set = results.from_json(load_fixture())
+        self.assertEqual(result_set.heap_state, "")
+        tables_list = analysis.analyze_run(result_set)
+        self.assertNotIn("idle time/op", tables.grid(tables_list[0]).headers)
+        self.assertFalse(tables.render_all(tables_list, result_set.context).startswith("heap"))
+        self.assertNotIn("heap", tables.caption(tables_list[0]))
+
+    def test_idle_jobs_are_the_fresh_rows_and_patterns_without_preload(self):
+        known = runner.strategy_names(FAKE_BENCH)
+        plan = runner.plan(FAKE_BENCH, known, strategy="size_class",
+                           workloads=["InsertSingle", "AllocPairs"], preloads=["jemalloc"])
+        idle = runner.idle_jobs(plan.jobs, known)
+        self.assertEqual([j.display for j in idle], [
+            "AllocPairs/size_class [heap=idle]", "AllocPairs/mimalloc_plain [heap=idle]",
+            "AllocPairs/new_delete [heap=idle]",
+            "AllocPairs/malloc [heap=idle]", "InsertSingle/size_class/fresh [heap=idle]",
+            "InsertSingle/new_delete/fresh [heap=idle]", "InsertSingle/malloc/fresh [heap=idle]"])
+        self.assertEqual(runner._child_env(heap=runner.IDLE)[runner.HEAP_ENV], "idle")
+        self.assertEqual(runner._child_env()[runner.HEAP_ENV], "warm")
+
+    def test_idle_runs_share_the_rounds_of_their_table(self):
+        known = runner.strategy_names(FAKE_BENCH)
+        plan = runner.plan(FAKE_BENCH, known, strategy="size_class",
+                           workloads=["InsertSingle"], preloads=[])
+        idle = runner.idle_jobs(plan.jobs, known)
+        steps = runner.schedule(plan.jobs + idle, 4, known, seed=3, idle_repetitions=2)
+        self.assertEqual(len(steps), 4 * len(plan.jobs) + 2 * len(idle))
+        for round_index in range(4):
+            in_round = [s for s in steps if s.round == round_index]
+            self.assertEqual(sum(s.job.heap == runner.IDLE for s in in_round),
+                             len(idle) if round_index < 2 else 0)
+        # Rounds run in order: idle runs of round 0 come before any warm run of round 1.
+        self.assertEqual([s.round for s in steps], sorted(s.round for s in steps))
+        self.assertEqual({s.rounds for s in steps if s.job.heap == runner.IDLE}, {2})
+
+
 class Progress_(unittest.TestCase):
     def test_plain_lines_when_not_a_terminal(self):
         stream = io.StringIO()
@@ -686,10 +780,14 @@ class Runner(unittest.TestCase):
                  "DatagramNoFormatting", "--no-preload"], capture_output=True, text=True,
                 timeout=120)
             self.assertEqual(done.returncode, 0, done.stderr)
-            # 4 rows, 3 runs each, one process per run, the rows of each round shuffled.
-            runs = re.findall(r"^\[(\d+)/12\] DatagramNoFormatting/(\S+) \(run (\d)/3\)",
+            # 4 rows, 3 runs each, one process per run, the rows of each round shuffled; the
+            # two fresh rows once more in an idle process (--quick: one idle run).
+            runs = re.findall(r"^\[(\d+)/14\] DatagramNoFormatting/(\S+) \(run (\d)/3\)",
                               done.stderr, re.M)
             self.assertEqual(len(runs), 12, done.stderr)
+            idle_runs = re.findall(r"^\[\d+/14\] DatagramNoFormatting/(\S+) \[heap=idle\] "
+                                   r"\(run 1/1\)", done.stderr, re.M)
+            self.assertEqual(sorted(idle_runs), ["monotonic/fresh", "new_delete/fresh"])
             for round_index in "123":
                 self.assertEqual(sorted(row for _, row, r in runs if r == round_index),
                                  ["limit", "monotonic/fresh", "monotonic/pooled",
@@ -707,7 +805,26 @@ class Runner(unittest.TestCase):
             limit = [e["repetition_index"] for e in doc["benchmarks"]
                      if e["name"] == "DatagramNoFormatting/limit"]
             self.assertEqual(sorted(limit), [0, 1, 2])  # one process per run, numbered
-            self.assertIn("3 interleaved runs each", done.stdout)
+            self.assertIn("3 interleaved runs each, warm heap", done.stdout)
+            self.assertEqual(doc["context"]["pmrkit_heap_state"], "warm")
+            self.assertEqual({e["pmrkit_heap"] for e in doc["benchmarks"]}, {"warm", "idle"})
+            self.assertIn("heap state: warm (every row ran beside a 32MiB live background set",
+                          done.stdout)
+            # Both figures reach the CSV, on the same row: warm time, and idle beside it.
+            with open(os.path.join(out, "summary.csv"), encoding="utf-8") as f:
+                records = {r["label"]: r for r in csv.DictReader(f)}
+            fresh = records["new_delete/fresh"]
+            self.assertEqual(fresh["heap_state"], "warm")
+            self.assertEqual(fresh["idle_repetitions"], "1")
+            self.assertGreater(float(fresh["idle_ns_per_op_median"]),
+                               10 * float(fresh["ns_per_op_median"]))  # fake_bench: 20x idle
+            self.assertAlmostEqual(float(fresh["idle_over_warm"]), 20, delta=2)
+            self.assertEqual(records["monotonic/pooled"]["idle_ns_per_op_median"], "")
+            self.assertEqual({r["heap_state"] for r in records.values()}, {"warm"})
+            with open(os.path.join(out, "report.html"), encoding="utf-8") as f:
+                page = f.read()
+            self.assertIn("idle time/op", page)
+            self.assertIn("<td>heap state</td><td>warm</td>", page)
 
 
 if __name__ == "__main__":
