@@ -121,6 +121,7 @@ zstd_file_sink::zstd_file_sink(const std::filesystem::path& path, int compressio
     throw std::bad_alloc();
   }
   ZSTD_CCtx_setParameter(state_->context, ZSTD_c_compressionLevel, compression_level);
+  ZSTD_CCtx_setParameter(state_->context, ZSTD_c_checksumFlag, 1);  // a damaged file is an error
   try {
     state_->file = create_file(path);
   } catch (...) {
