@@ -80,6 +80,8 @@ recorded_trace read_trace(std::span<const std::byte> bytes, const read_options& 
       return parse_heaptrack(plain);
     return parse_pmrkit_stream(plain);  // names the bad magic
   }
+  if (bytes.size() >= 2 && bytes[0] == std::byte{'v'} && bytes[1] == std::byte{' '})
+    return parse_heaptrack(bytes);  // heaptrack's text, decompressed already
   return parse_pmrkit_stream(bytes);
 }
 
