@@ -88,6 +88,18 @@ TEST_CASE("pmrkit-record: an exec ends the recording; the exec'd program still h
   CHECK(count_ops(trace, operation_kind::allocate, sizes::forked_child) == 0);
 }
 
+TEST_CASE("pmrkit-record keeps what a killed program's recorder had written", "[record]") {
+  const auto path = temp_trace("killed");
+  CHECK(record(path, std::string(PMRKIT_RECORD_PROBE) + " killed") == 128 + 9);
+  const auto trace = pmrkit::trace::read_trace_file(path);  // readable: cut after a whole chunk
+  std::filesystem::remove(path);
+  const std::size_t kept = count_allocations(trace, sizes::malloc_size, 16);
+  CHECK(kept > 0);  // the buffers that filled were written
+  CHECK(kept < static_cast<std::size_t>(sizes::killed_count));  // the last one was lost
+  CHECK(trace.unpaired_frees == 0);
+  CHECK(trace.implicit_frees == 0);
+}
+
 TEST_CASE("pmrkit-record on an unmodified multi-threaded program (python3 building JSON)", "[record]") {
   const auto path = temp_trace("python");
   // Recorded directly: `env VAR=... python3` would exec, and only env's image is recorded.

@@ -3,6 +3,8 @@
 //   record_probe            the allocations below, a forked child's, then exits
 //   record_probe exec       the same, then execs itself as `record_probe after-exec`
 //   record_probe after-exec allocates, and exits 0 only if LD_PRELOAD still names the recorder
+//   record_probe killed     many allocations, then SIGKILL: the recorder's exit code never runs
+#include <signal.h>
 #include <unistd.h>
 #include <sys/wait.h>
 
@@ -30,6 +32,11 @@ int main(int argc, char** argv) {
     for (int i = 0; i < sizes::count; ++i) std::free(used(std::malloc(sizes::after_exec)));
     const char* preload = std::getenv("LD_PRELOAD");
     return preload && std::strstr(preload, "pmrkit_record_preload") ? 0 : 3;
+  }
+
+  if (mode == "killed") {
+    for (int i = 0; i < sizes::killed_count; ++i) std::free(used(std::malloc(sizes::malloc_size)));
+    kill(getpid(), SIGKILL);
   }
 
   std::vector<void*> blocks;

@@ -6,6 +6,7 @@
 
 namespace record_probe_sizes {
 constexpr int count = 100;
+constexpr int killed_count = 100000;  // several buffers' worth of events
 constexpr std::size_t malloc_size = 11111;
 constexpr std::size_t new_size = 22223;
 constexpr std::size_t aligned_size = 33344;      // aligned_alloc(64)

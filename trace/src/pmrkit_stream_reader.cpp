@@ -2,6 +2,8 @@
 // chunks of one thread's delta-encoded events, end record.
 #include <algorithm>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -72,10 +74,7 @@ void read_chunk(detail::byte_cursor& stream, std::vector<raw_event>& events) {
                " events");
 }
 
-}  // namespace
-
-recorded_trace parse_pmrkit_stream(std::span<const std::byte> bytes) {
-  detail::byte_cursor stream(bytes);
+void read_header(detail::byte_cursor& stream, std::span<const std::byte> bytes) {
   if (bytes.size() < sizeof format::magic ||
       std::memcmp(bytes.data(), format::magic, sizeof format::magic) != 0)
     stream.fail("bad magic: not a pmrkit trace (it starts with \"pmrktrc\\n\")");
@@ -84,6 +83,13 @@ recorded_trace parse_pmrkit_stream(std::span<const std::byte> bytes) {
   if (version != format::version)
     stream.fail("unsupported version " + std::to_string(version) + " (this reader reads version " +
                 std::to_string(format::version) + ")");
+}
+
+}  // namespace
+
+recorded_trace parse_pmrkit_stream(std::span<const std::byte> bytes) {
+  detail::byte_cursor stream(bytes);
+  read_header(stream, bytes);
 
   std::vector<raw_event> events;
   for (;;) {
@@ -120,6 +126,50 @@ recorded_trace parse_pmrkit_stream(std::span<const std::byte> bytes) {
       builder.deallocate(e.time_ns, e.thread, e.address);
   }
   return std::move(builder).finish();
+}
+
+
+stream_repair finish_interrupted_stream(const std::filesystem::path& path) {
+  std::vector<std::byte> bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw trace_format_error("cannot open " + path.string());
+    const std::vector<char> raw{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    bytes.resize(raw.size());
+    std::memcpy(bytes.data(), raw.data(), raw.size());
+  }
+  detail::byte_cursor stream(bytes);
+  read_header(stream, bytes);
+  stream_repair repair;
+  std::size_t whole = stream.offset();  // the end of the last whole chunk
+  for (;;) {
+    if (stream.empty()) break;
+    const std::uint8_t tag = stream.byte("a record's tag");
+    if (tag == format::end_record) {
+      repair.was_complete = true;
+      return repair;
+    }
+    if (tag != format::chunk_record)
+      detail::byte_cursor::fail_at(whole, "unknown record tag " + std::to_string(tag) + " (allowed: 0 end, 1 chunk)");
+    try {
+      stream.varint("a chunk's thread");
+      const std::uint64_t events = stream.varint("a chunk's event count");
+      const std::uint64_t length = stream.varint("a chunk's byte length");
+      stream.take(static_cast<std::size_t>(std::min<std::uint64_t>(length, SIZE_MAX)), "a chunk");
+      repair.events_kept += events;
+      whole = stream.offset();
+    } catch (const trace_format_error&) {
+      break;  // this chunk was being written when the writer stopped
+    }
+  }
+  repair.bytes_cut = bytes.size() - whole;
+  std::filesystem::resize_file(path, whole);
+  unsigned char end[1 + format::max_varint_bytes];
+  const auto* end_of_end = format::put_end(end, repair.events_kept);
+  std::ofstream out(path, std::ios::binary | std::ios::app);
+  out.write(reinterpret_cast<const char*>(end), end_of_end - end);
+  if (!out) throw trace_format_error("cannot write " + path.string());
+  return repair;
 }
 
 }  // namespace pmrkit::trace

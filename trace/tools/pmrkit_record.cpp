@@ -89,11 +89,15 @@ int record(const fs::path& out, char** command) {
     std::fprintf(stderr, "pmrkit-record: %s recorded nothing (did it start? is it static?)\n", command[0]);
     return exit_code ? exit_code : 1;
   }
+  const pmrkit::trace::stream_repair repair = pmrkit::trace::finish_interrupted_stream(stream);
+  if (!repair.was_complete)
+    std::fprintf(stderr,
+                 "pmrkit-record: %s did not finish normally (%s): the trace keeps the %llu events "
+                 "written before; those still in its threads' buffers are lost\n",
+                 command[0], WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "it left through _exit",
+                 static_cast<unsigned long long>(repair.events_kept));
   pmrkit::trace::compress_stream_file(stream, out);
   fs::remove(stream);
-  if (!WIFEXITED(status))
-    std::fprintf(stderr, "pmrkit-record: %s was killed by signal %d; its trace may be incomplete\n",
-                 command[0], WTERMSIG(status));
   summarise(out);
   return exit_code;
 }

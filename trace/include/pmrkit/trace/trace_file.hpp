@@ -42,6 +42,17 @@ recorded_trace parse_heaptrack(std::span<const std::byte> text);
 // Writes a trace in pmrkit's format, zstd-compressed. Objects get made-up addresses (their
 // number times 16), so the file reads back to the same operations.
 void write_trace_file(const recorded_trace& trace, const std::filesystem::path& path);
+// What finish_interrupted_stream found and did.
+struct stream_repair {
+  bool was_complete = false;      // it had its end record: nothing changed
+  std::uint64_t events_kept = 0;  // in the whole chunks kept
+  std::uint64_t bytes_cut = 0;    // of a chunk cut short
+};
+// Makes an uncompressed pmrkit stream whose writer was stopped early (a recorded program killed
+// by a signal, or one that called _exit) readable: cuts it after its last whole chunk and
+// appends the end record. Throws trace_format_error if it is not a pmrkit stream or is damaged
+// before its end.
+stream_repair finish_interrupted_stream(const std::filesystem::path& stream);
 // Compresses an uncompressed pmrkit stream file (what the preloaded recorder writes) into a
 // trace file.
 void compress_stream_file(const std::filesystem::path& stream, const std::filesystem::path& trace);
