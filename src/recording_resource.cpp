@@ -1,0 +1,156 @@
+#include "pmrkit/recording_resource.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "thread_cache_directory.hpp"
+#include "trace_encoding.hpp"
+
+namespace pmrkit {
+namespace detail {
+
+namespace format = trace_format;
+
+// One thread's events since its last chunk went to the sink.
+struct recording_buffer {
+  explicit recording_buffer(recording_resource& owner)
+      : thread(owner.next_thread_.fetch_add(1, std::memory_order_relaxed)),
+        capacity(owner.options_.buffer_bytes),
+        bytes(new unsigned char[capacity]) {}
+
+  bool has_room() const noexcept { return capacity - used >= format::max_event_bytes; }
+  void clear() noexcept {
+    used = 0;
+    events = 0;
+    state = {};
+  }
+
+  std::uint32_t thread;
+  std::size_t capacity;
+  std::unique_ptr<unsigned char[]> bytes;
+  std::size_t used = 0;
+  std::uint64_t events = 0;
+  format::chunk_state state;
+};
+
+}  // namespace detail
+
+namespace {
+namespace format = detail::trace_format;
+
+void write_bytes(trace_sink& sink, const unsigned char* begin, const unsigned char* end) {
+  sink.write({reinterpret_cast<const std::byte*>(begin), static_cast<std::size_t>(end - begin)});
+}
+}  // namespace
+
+recording_resource::recording_resource(std::pmr::memory_resource* wrapped, trace_sink& sink)
+    : recording_resource(wrapped, sink, options{}) {}
+
+recording_resource::recording_resource(std::pmr::memory_resource* wrapped, trace_sink& sink,
+                                       options opts)
+    : wrapped_(wrapped),
+      sink_(sink),
+      options_(opts),
+      start_(std::chrono::steady_clock::now()),
+      buffers_(std::make_unique<detail::thread_caches<recording_resource, detail::recording_buffer>>()) {
+  if (options_.buffer_bytes < 256)
+    throw std::invalid_argument("recording_resource: buffer_bytes must be at least 256, got " +
+                                std::to_string(options_.buffer_bytes));
+  unsigned char header[format::header_bytes + format::max_varint_bytes];
+  write_bytes(sink_, header, format::put_header(header));
+}
+
+recording_resource::~recording_resource() {
+  try {
+    finish();
+  } catch (...) {  // the caller who wanted the error calls finish() first
+  }
+}
+
+std::uint64_t recording_resource::now_ns() const noexcept {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::steady_clock::now() - start_)
+                                        .count());
+}
+
+detail::recording_buffer* recording_resource::this_thread_buffer() noexcept {
+  return buffers_->find_or_make(this, *this);
+}
+
+void* recording_resource::do_allocate(std::size_t bytes, std::size_t alignment) {
+  void* p = wrapped_->allocate(bytes, alignment);
+  if (!recording_.load(std::memory_order_relaxed)) return p;
+  // Read after the block is ours: whoever freed this address before us read the clock before
+  // freeing it, so the free sorts first (the reader pairs frees with allocations by time).
+  const std::uint64_t time = now_ns();
+  if (detail::recording_buffer* b = this_thread_buffer()) {
+    b->used = static_cast<std::size_t>(
+        format::put_event(b->bytes.get() + b->used, b->state, format::event_kind::allocate, time,
+                          reinterpret_cast<std::uintptr_t>(p), bytes, alignment) -
+        b->bytes.get());
+    ++b->events;
+    if (!b->has_room()) send(*b);
+  }
+  return p;
+}
+
+void recording_resource::do_deallocate(void* p, std::size_t bytes, std::size_t alignment) {
+  if (recording_.load(std::memory_order_relaxed)) {
+    if (detail::recording_buffer* b = this_thread_buffer()) {
+      b->used = static_cast<std::size_t>(
+          format::put_event(b->bytes.get() + b->used, b->state, format::event_kind::deallocate,
+                            now_ns(), reinterpret_cast<std::uintptr_t>(p), bytes, alignment) -
+          b->bytes.get());
+      ++b->events;
+      if (!b->has_room()) send(*b);
+    }
+  }
+  wrapped_->deallocate(p, bytes, alignment);
+}
+
+void recording_resource::send(detail::recording_buffer& buffer) noexcept {
+  const std::lock_guard lock(sink_mutex_);
+  send_locked(buffer);
+}
+
+void recording_resource::send_locked(detail::recording_buffer& buffer) noexcept {
+  if (buffer.events == 0) return;
+  if (!sink_error_ && !finished_) {
+    try {
+      unsigned char header[format::max_chunk_header_bytes];
+      write_bytes(sink_, header,
+                  format::put_chunk_header(header, buffer.thread, buffer.events, buffer.used));
+      write_bytes(sink_, buffer.bytes.get(), buffer.bytes.get() + buffer.used);
+      events_written_.fetch_add(buffer.events, std::memory_order_relaxed);
+    } catch (...) {
+      sink_error_ = std::current_exception();
+      recording_.store(false, std::memory_order_relaxed);
+    }
+  }
+  buffer.clear();
+}
+
+void recording_resource::absorb_exiting_cache(detail::recording_buffer& buffer) noexcept {
+  send(buffer);
+}
+
+void recording_resource::finish() {
+  std::unique_lock lock(sink_mutex_);
+  if (finished_) return;
+  recording_.store(false, std::memory_order_relaxed);
+  lock.unlock();  // detach_all takes each cache's lock, then ours through send()
+  buffers_->detach_all([this](detail::recording_buffer& buffer) noexcept { send(buffer); });
+  lock.lock();
+  if (!sink_error_) {
+    try {
+      unsigned char end[1 + format::max_varint_bytes];
+      write_bytes(sink_, end, format::put_end(end, events_written_.load(std::memory_order_relaxed)));
+    } catch (...) {
+      sink_error_ = std::current_exception();
+    }
+  }
+  finished_ = true;
+  if (sink_error_) std::rethrow_exception(sink_error_);
+}
+
+}  // namespace pmrkit

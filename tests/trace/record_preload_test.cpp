@@ -1,0 +1,127 @@
+// pmrkit-record on real programs: the preloaded recorder sees every allocation function, pairs
+// every free, follows threads, and records neither forked children nor exec'd programs.
+#include <sys/wait.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+#include <vector>
+#include <string>
+
+#include "pmrkit/trace/trace_file.hpp"
+#include "record_probe_sizes.hpp"
+#include "trace_test_support.hpp"
+
+using pmrkit::trace::operation_kind;
+using trace_test::count_ops;
+namespace sizes = record_probe_sizes;
+
+namespace {
+
+std::filesystem::path temp_trace(const char* name) {
+  return std::filesystem::temp_directory_path() / (std::string("pmrkit_record_test_") + name + ".trace");
+}
+
+// Runs pmrkit-record -o trace -- command; returns the exit status.
+int record(const std::filesystem::path& trace, const std::string& command) {
+  const std::string line = std::string(PMRKIT_RECORD) + " -o " + trace.string() + " -- " + command;
+  const int status = std::system(line.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::size_t count_allocations(const pmrkit::trace::recorded_trace& trace, std::uint64_t size,
+                              std::size_t alignment) {
+  std::size_t n = 0;
+  for (const auto& op : trace.operations)
+    n += op.kind == operation_kind::allocate && op.size == size && op.alignment() == alignment;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("pmrkit-record sees every allocation function of a program", "[record]") {
+  const auto path = temp_trace("probe");
+  REQUIRE(record(path, PMRKIT_RECORD_PROBE) == 0);
+  const auto trace = pmrkit::trace::read_trace_file(path);
+  std::filesystem::remove(path);
+
+  CHECK(trace.unpaired_frees == 0);
+  CHECK(trace.implicit_frees == 0);
+  CHECK(count_allocations(trace, sizes::malloc_size, 16) == sizes::count);
+  CHECK(count_ops(trace, operation_kind::deallocate, sizes::malloc_size) == sizes::count);
+  CHECK(count_allocations(trace, sizes::new_size, 16) == sizes::count);
+  CHECK(count_allocations(trace, sizes::aligned_size, 64) == 1);
+  CHECK(count_allocations(trace, sizes::posix_aligned_size, 128) == 1);
+  CHECK(count_allocations(trace, sizes::aligned_new_size, 256) == 1);
+  CHECK(count_allocations(trace, sizes::calloc_size, 16) == 1);
+  CHECK(count_allocations(trace, sizes::realloc_size, 16) == 1);  // realloc: a new object
+  CHECK(count_ops(trace, operation_kind::deallocate, sizes::calloc_size) == 1);
+
+  // Made on two threads, freed on the main one.
+  std::set<std::uint32_t> makers;
+  std::vector<std::uint32_t> allocated_on(trace.objects);
+  std::size_t cross_thread = 0;
+  for (const auto& op : trace.operations) {
+    if (op.kind == operation_kind::allocate) allocated_on[op.object] = op.thread;
+    if (op.size != sizes::thread_size) continue;
+    if (op.kind == operation_kind::allocate) makers.insert(op.thread);
+    else cross_thread += allocated_on[op.object] != op.thread;
+  }
+  CHECK(makers.size() == 2);
+  CHECK(makers.count(0) == 0);  // not the main thread, the first to allocate
+  CHECK(cross_thread == 2 * sizes::count);
+
+  // The forked child's allocations are not in the parent's trace.
+  CHECK(count_ops(trace, operation_kind::allocate, sizes::forked_child) == 0);
+}
+
+TEST_CASE("pmrkit-record: an exec ends the recording; the exec'd program still has the library, unrecording",
+          "[record]") {
+  const auto path = temp_trace("exec");
+  // record_probe exits 3 after the exec if LD_PRELOAD no longer names the recorder.
+  REQUIRE(record(path, std::string(PMRKIT_RECORD_PROBE) + " exec") == 0);
+  const auto trace = pmrkit::trace::read_trace_file(path);  // complete: the exec wrote the end
+  std::filesystem::remove(path);
+  CHECK(count_allocations(trace, sizes::malloc_size, 16) == sizes::count);
+  CHECK(count_ops(trace, operation_kind::allocate, sizes::after_exec) == 0);
+  CHECK(count_ops(trace, operation_kind::allocate, sizes::forked_child) == 0);
+}
+
+TEST_CASE("pmrkit-record keeps what a killed program's recorder had written", "[record]") {
+  const auto path = temp_trace("killed");
+  CHECK(record(path, std::string(PMRKIT_RECORD_PROBE) + " killed") == 128 + 9);
+  const auto trace = pmrkit::trace::read_trace_file(path);  // readable: cut after a whole chunk
+  std::filesystem::remove(path);
+  const std::size_t kept = count_allocations(trace, sizes::malloc_size, 16);
+  CHECK(kept > 0);  // the buffers that filled were written
+  CHECK(kept < static_cast<std::size_t>(sizes::killed_count));  // the last one was lost
+  CHECK(trace.unpaired_frees == 0);
+  CHECK(trace.implicit_frees == 0);
+}
+
+TEST_CASE("pmrkit-record on an unmodified multi-threaded program (python3 building JSON)", "[record]") {
+  const auto path = temp_trace("python");
+  // Recorded directly: `env VAR=... python3` would exec, and only env's image is recorded.
+  const int direct = std::system(
+      (std::string("PYTHONMALLOC=malloc ") + PMRKIT_RECORD + " -o " + path.string() +
+       " -- /usr/bin/python3 -c '"
+       "import json, threading\n"
+       "def work(n):\n"
+       "    d = [{\"k\": i, \"v\": str(i) * 3} for i in range(n)]\n"
+       "    json.loads(json.dumps(d))\n"
+       "ts = [threading.Thread(target=work, args=(3000,)) for _ in range(3)]\n"
+       "[t.start() for t in ts]\n"
+       "[t.join() for t in ts]'")
+          .c_str());
+  REQUIRE(WIFEXITED(direct));
+  REQUIRE(WEXITSTATUS(direct) == 0);
+  const auto trace = pmrkit::trace::read_trace_file(path);
+  std::filesystem::remove(path);
+  std::size_t allocations = 0;
+  for (const auto& op : trace.operations) allocations += op.kind == operation_kind::allocate;
+  CHECK(allocations > 50000);
+  CHECK(trace.threads >= 4);  // the main thread and three workers
+  CHECK(trace.unpaired_frees == 0);
+  CHECK(trace.implicit_frees == 0);
+}

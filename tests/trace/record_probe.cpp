@@ -1,0 +1,78 @@
+// A program for record_preload_test to record: allocations of sizes nothing else in a process
+// uses, so the test can count them in the trace.
+//   record_probe            the allocations below, a forked child's, then exits
+//   record_probe exec       the same, then execs itself as `record_probe after-exec`
+//   record_probe after-exec allocates, and exits 0 only if LD_PRELOAD still names the recorder
+//   record_probe killed     many allocations, then SIGKILL: the recorder's exit code never runs
+#include <signal.h>
+#include <unistd.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "record_probe_sizes.hpp"
+
+namespace sizes = record_probe_sizes;
+
+// Keeps the compiler from eliding an allocation and its free (which it may).
+template <class T>
+T* used(T* p) {
+  asm volatile("" : : "r"(p) : "memory");
+  return p;
+}
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "after-exec") {
+    for (int i = 0; i < sizes::count; ++i) std::free(used(std::malloc(sizes::after_exec)));
+    const char* preload = std::getenv("LD_PRELOAD");
+    return preload && std::strstr(preload, "pmrkit_record_preload") ? 0 : 3;
+  }
+
+  if (mode == "killed") {
+    for (int i = 0; i < sizes::killed_count; ++i) std::free(used(std::malloc(sizes::malloc_size)));
+    kill(getpid(), SIGKILL);
+  }
+
+  std::vector<void*> blocks;
+  for (int i = 0; i < sizes::count; ++i) blocks.push_back(std::malloc(sizes::malloc_size));
+  for (void* p : blocks) std::free(p);
+  blocks.clear();
+  for (int i = 0; i < sizes::count; ++i) delete[] used(new char[sizes::new_size]);
+  std::free(used(std::aligned_alloc(64, sizes::aligned_size)));
+  void* p = nullptr;
+  if (posix_memalign(&p, 128, sizes::posix_aligned_size) != 0) return 4;
+  std::free(p);
+  ::operator delete(used(::operator new(sizes::aligned_new_size, std::align_val_t{256})), std::align_val_t{256});
+  void* grown = used(std::calloc(1, sizes::calloc_size));
+  grown = used(std::realloc(grown, sizes::realloc_size));
+  std::free(grown);
+
+  // Allocated on two threads, freed on this one.
+  std::vector<void*> made(2 * sizes::count);
+  std::thread a([&] { for (int i = 0; i < sizes::count; ++i) made[i] = std::malloc(sizes::thread_size); });
+  std::thread b([&] { for (int i = 0; i < sizes::count; ++i) made[sizes::count + i] = std::malloc(sizes::thread_size); });
+  a.join();
+  b.join();
+  for (void* q : made) std::free(q);
+
+  const pid_t child = fork();
+  if (child == 0) {
+    for (int i = 0; i < sizes::count; ++i) std::free(used(std::malloc(sizes::forked_child)));
+    std::exit(0);  // runs the recorder's exit code in the child too: it must write nothing
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return 5;
+
+  if (mode == "exec") {
+    execl(argv[0], argv[0], "after-exec", static_cast<char*>(nullptr));
+    return 6;
+  }
+  return 0;
+}

@@ -1,0 +1,49 @@
+#include "trace_builder.hpp"
+
+#include <algorithm>
+
+namespace pmrkit::trace::detail {
+
+void trace_builder::free_block(std::uint64_t time_ns, std::uint32_t thread, const live_block& block) {
+  trace_.operations.push_back(
+      {time_ns, block.size, block.object, thread, operation_kind::deallocate, block.alignment_log2});
+  trace_.live_bytes_at_end -= block.size;
+  --trace_.live_objects_at_end;
+}
+
+void trace_builder::allocate(std::uint64_t time_ns, std::uint64_t recorded_thread,
+                             std::uint64_t address, std::uint64_t size,
+                             std::uint8_t alignment_log2) {
+  const std::uint32_t thread = number_of(recorded_thread);
+  const live_block block{trace_.objects++, size, alignment_log2};
+  auto [it, inserted] = live_.try_emplace(address, block);
+  if (!inserted) {  // the recording missed this address's free: end the old object here
+    ++trace_.implicit_frees;
+    free_block(time_ns, thread, it->second);
+    it->second = block;
+  }
+  trace_.operations.push_back(
+      {time_ns, size, block.object, thread, operation_kind::allocate, alignment_log2});
+  trace_.live_bytes_at_end += size;
+  ++trace_.live_objects_at_end;
+  trace_.peak_live_bytes = std::max(trace_.peak_live_bytes, trace_.live_bytes_at_end);
+}
+
+void trace_builder::deallocate(std::uint64_t time_ns, std::uint64_t recorded_thread,
+                               std::uint64_t address) {
+  const std::uint32_t thread = number_of(recorded_thread);
+  const auto it = live_.find(address);
+  if (it == live_.end()) {
+    ++trace_.unpaired_frees;
+    return;
+  }
+  free_block(time_ns, thread, it->second);
+  live_.erase(it);
+}
+
+recorded_trace trace_builder::finish() && {
+  trace_.threads = static_cast<std::uint32_t>(thread_numbers_.size());
+  return std::move(trace_);
+}
+
+}  // namespace pmrkit::trace::detail
