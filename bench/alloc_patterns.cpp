@@ -19,42 +19,20 @@
 #include <thread>
 #include <vector>
 
+#include "alloc_script.hpp"
 #include "bench_support.hpp"
 
 namespace pmrkit::bench {
 namespace {
 
-constexpr std::size_t pair_size = 64;
 constexpr std::size_t batch_length = 100;
-constexpr std::size_t live_set = 1000;
-constexpr std::size_t script_length = 1 << 16;  // precomputed random (slot, size) steps
-
-struct step {
-  std::uint32_t slot;
-  std::uint32_t size;
-};
-
-// The same pseudo-random script for every strategy, so they do identical work.
-const std::vector<step>& mixed_script() {
-  static const std::vector<step> script = [] {
-    std::mt19937 rng(12345);
-    std::uniform_int_distribution<std::uint32_t> slot(0, live_set - 1);
-    std::uniform_int_distribution<std::uint32_t> size(8, 4096);
-    std::vector<step> s(script_length);
-    for (auto& st : s) st = {slot(rng), size(rng)};
-    return s;
-  }();
-  return script;
-}
 
 void alloc_pairs(benchmark::State& state, const std::string& spec) {
   run_row(state, spec, [&](benchmark::State& st, row_pass& pass) {
     strategy_under_test s(spec, pass);
     std::pmr::memory_resource* r = s.resource();
     pass.loop(st, [&] {
-      void* p = r->allocate(pair_size, alignof(std::max_align_t));
-      benchmark::DoNotOptimize(p);
-      r->deallocate(p, pair_size, alignof(std::max_align_t));
+      pair_op(r);
       s.recycle_if_needed();
     });
   });
@@ -84,22 +62,10 @@ struct live_block {
 void alloc_mixed(benchmark::State& state, const std::string& spec) {
   run_row(state, spec, [&](benchmark::State& st, row_pass& pass) {
     strategy_under_test s(spec, pass);
-    std::pmr::memory_resource* r = s.resource();
-    const auto& script = mixed_script();
-    std::vector<live_block> live(live_set);
-    for (std::size_t i = 0; i < live_set; ++i)
-      live[i] = {r->allocate(script[i].size, 8), script[i].size};
-    std::size_t at = 0;
-    pass.loop(st, [&] {
-      const step stp = script[at];
-      at = (at + 1) & (script_length - 1);
-      live_block& b = live[stp.slot];
-      r->deallocate(b.p, b.size, 8);
-      b = {r->allocate(stp.size, 8), stp.size};
-      void* kept = b.p;  // a copy: DoNotOptimize on a struct member let GCC drop the store to b
-      benchmark::DoNotOptimize(kept);
-    });
-    for (auto& b : live) r->deallocate(b.p, b.size, 8);
+    mixed_live_set live(s.resource());
+    live.fill();
+    pass.loop(st, [&] { live.op(); });
+    live.empty();
   });
   state.SetItemsProcessed(state.iterations());
 }

@@ -7,9 +7,7 @@
 // The sink discards the stream, so what is measured is the recorder's own work (clock, encoding,
 // per-thread buffer, a sink call per 64 KiB); pmrkit::trace's zstd file sink adds its
 // compression on top of that (docs/replay.md gives both).
-#include <random>
-#include <vector>
-
+#include "alloc_script.hpp"
 #include "bench_support.hpp"
 #include "pmrkit/recording_resource.hpp"
 
@@ -22,63 +20,40 @@ class discarding_sink final : public trace_sink {
   std::uint64_t written = 0;
 };
 
-constexpr std::size_t pair_size = 64;
-constexpr std::size_t live_set = 1000;
+// A strategy with a recorder in front of it, for one pass of a row.
+struct recorded_subject {
+  recorded_subject(const std::string& spec, row_pass& pass)
+      : strategy(spec, pass), recorder(strategy.resource(), sink) {}
+  strategy_under_test strategy;
+  discarding_sink sink;
+  recording_resource recorder;
+};
 
 void record_alloc_pairs(benchmark::State& state, const std::string& spec) {
-  strategy_under_test strategy(spec);
-  discarding_sink sink;
-  recording_resource recorder(strategy.resource(), sink);
-  std::pmr::memory_resource* r = &recorder;
-  alloc_meter meter;
-  meter.start();
-  for (auto _ : state) {
-    void* p = r->allocate(pair_size, alignof(std::max_align_t));
-    benchmark::DoNotOptimize(p);
-    r->deallocate(p, pair_size, alignof(std::max_align_t));
-  }
-  meter.report(state);
-  recorder.finish();
+  std::uint64_t trace_bytes = 0;
+  bool timed_pass = true;  // run_row runs the timed pass first: its bytes go with its iterations
+  run_row(state, spec, [&](benchmark::State& st, row_pass& pass) {
+    recorded_subject s(spec, pass);
+    pass.loop(st, [&] { pair_op(&s.recorder); });
+    s.recorder.finish();
+    if (timed_pass) trace_bytes = s.sink.written;
+    timed_pass = false;
+  });
   state.SetItemsProcessed(state.iterations());
   state.counters["trace_bytes_per_op"] =
-      benchmark::Counter(static_cast<double>(sink.written), benchmark::Counter::kAvgIterations);
+      benchmark::Counter(static_cast<double>(trace_bytes), benchmark::Counter::kAvgIterations);
 }
 
 void record_alloc_mixed(benchmark::State& state, const std::string& spec) {
-  strategy_under_test strategy(spec);
-  discarding_sink sink;
-  recording_resource recorder(strategy.resource(), sink);
-  std::pmr::memory_resource* r = &recorder;
-  std::mt19937 rng(12345);  // the seed of AllocMixed's script
-  std::uniform_int_distribution<std::uint32_t> slot_of(0, live_set - 1);
-  std::uniform_int_distribution<std::uint32_t> size_of(8, 4096);
-  struct step {
-    std::uint32_t slot, size;
-  };
-  std::vector<step> script(1 << 16);
-  for (auto& s : script) s = {slot_of(rng), size_of(rng)};
-  struct block {
-    void* p;
-    std::uint32_t size;
-  };
-  std::vector<block> live(live_set);
-  for (std::size_t i = 0; i < live_set; ++i) live[i] = {r->allocate(script[i].size, 8), script[i].size};
-  std::size_t at = 0;
-  alloc_meter meter;
-  meter.start();
-  for (auto _ : state) {
-    const step s = script[at];
-    at = (at + 1) & (script.size() - 1);
-    block& b = live[s.slot];
-    r->deallocate(b.p, b.size, 8);
-    b = {r->allocate(s.size, 8), s.size};
-    void* kept = b.p;
-    benchmark::DoNotOptimize(kept);
-  }
-  meter.report(state);
+  run_row(state, spec, [&](benchmark::State& st, row_pass& pass) {
+    recorded_subject s(spec, pass);
+    mixed_live_set live(&s.recorder);
+    live.fill();
+    pass.loop(st, [&] { live.op(); });
+    live.empty();
+    s.recorder.finish();
+  });
   state.SetItemsProcessed(state.iterations());
-  for (auto& b : live) r->deallocate(b.p, b.size, 8);
-  recorder.finish();
 }
 
 void register_recording_workloads() {
