@@ -17,9 +17,10 @@
 //   pooled  one resource reused by every op (a long-lived service), warmed by one op
 // Rows mimalloc_plain: the plainest pmr wrapper over the privately loaded mimalloc (mi_malloc,
 // mi_free), as the yardstick the strategies are held to.
-// Counters: peak_held_bytes (what the strategy took from a counting upstream at its most; only
-// for strategies that use upstream, label held=upstream) and peak_live_bytes (the most bytes
-// the op has live at the pmr interface, the same for every strategy).
+// Counters: allocs_per_op and bytes_per_op (heap allocations per op, all phases),
+// peak_held_bytes (what the strategy took from a counting upstream at its most; only for
+// strategies that use upstream, label held=upstream) and peak_live_bytes (the most bytes the op
+// has live at the pmr interface, the same for every strategy).
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -85,11 +86,40 @@ class mimalloc_plain_resource final : public std::pmr::memory_resource {
   void (*free_)(void*) = nullptr;
 };
 
+// A resource that takes its memory from mimalloc, out of the malloc interposer's sight: each
+// of its allocations is counted as one heap allocation, for allocs_per_op.
+class heap_counted final : public std::pmr::memory_resource {
+ public:
+  explicit heap_counted(std::unique_ptr<std::pmr::memory_resource> inner)
+      : inner_(std::move(inner)) {}
+
+ private:
+  void* do_allocate(std::size_t bytes, std::size_t alignment) override {
+    void* p = inner_->allocate(bytes, alignment);
+    count_heap_allocation(bytes);
+    return p;
+  }
+  void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override {
+    inner_->deallocate(p, bytes, alignment);
+  }
+  bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
+    return this == &other;
+  }
+  std::unique_ptr<std::pmr::memory_resource> inner_;
+};
+
+bool uses_upstream(const std::string& spec) {
+  return spec != plain_mimalloc && describe_strategy(spec).uses_upstream;
+}
+
 // The strategy `spec` over `upstream` (so what it holds is known), or the plain mimalloc row.
 std::unique_ptr<std::pmr::memory_resource> make_subject(const std::string& spec,
                                                         std::pmr::memory_resource* upstream) {
-  if (spec == plain_mimalloc) return std::make_unique<mimalloc_plain_resource>();
-  return make_resource(spec, upstream);
+  if (spec == plain_mimalloc)
+    return std::make_unique<heap_counted>(std::make_unique<mimalloc_plain_resource>());
+  std::unique_ptr<std::pmr::memory_resource> made = make_resource(spec, upstream);
+  if (uses_upstream(spec) || describe_strategy(spec).name == "new_delete") return made;
+  return std::make_unique<heap_counted>(std::move(made));
 }
 
 // ---------------------------------------------------------------- inputs
@@ -115,12 +145,10 @@ const map_input& map_inputs() {
     std::uniform_int_distribution<std::size_t> value_length(8, 120);
     std::uniform_int_distribution<int> ints(1, 16);
     map_input in;
-    std::unordered_map<std::string, int> seen;
     while (in.keys.size() < map_entries) {
-      // A distinct prefix keeps keys unique without a retry loop's bias.
+      // A distinct prefix keeps the keys unique.
       std::string key = std::to_string(in.keys.size()) + ":" + random_text(rng, 64);
       key.resize(key_length(rng));
-      if (!seen.emplace(key, 0).second) continue;
       in.keys.push_back(std::move(key));
       in.ints_per_key.push_back(static_cast<std::uint8_t>(ints(rng)));
       in.values.push_back(random_text(rng, value_length(rng)));
@@ -294,14 +322,6 @@ void document_op(std::pmr::memory_resource* r, phase_timer& timer) {
   timer.end(phase::destroy);
 }
 
-// The most bytes an op has live at the pmr interface: the same for every strategy.
-std::uint64_t peak_live_bytes(container_op op) {
-  counting_resource counter(std::pmr::new_delete_resource());
-  phase_timer ignored;
-  op(&counter, ignored);
-  return counter.stats().peak_bytes_in_use;
-}
-
 // ---------------------------------------------------------------- the benchmarks
 
 struct workload {
@@ -312,13 +332,15 @@ constexpr std::array workloads = {workload{"ContainerUnorderedMap", unordered_ma
                                   workload{"ContainerMap", map_op},
                                   workload{"ContainerDocument", document_op}};
 
+// peak_live: the most bytes the warm-up op had live at the pmr interface (the same for every
+// strategy: the op makes the same requests whatever serves them).
 void report_memory(benchmark::State& state, const std::string& spec, std::uint64_t held_peak,
-                   container_op op) {
-  if (spec != plain_mimalloc && describe_strategy(spec).uses_upstream) {
+                   std::uint64_t peak_live) {
+  if (uses_upstream(spec)) {
     state.counters["peak_held_bytes"] = benchmark::Counter(static_cast<double>(held_peak));
     state.SetLabel("held=upstream");
   }
-  state.counters["peak_live_bytes"] = benchmark::Counter(static_cast<double>(peak_live_bytes(op)));
+  state.counters["peak_live_bytes"] = benchmark::Counter(static_cast<double>(peak_live));
 }
 
 void run_pooled(benchmark::State& state, const std::string& spec, container_op op, phase timed) {
@@ -328,8 +350,11 @@ void run_pooled(benchmark::State& state, const std::string& spec, container_op o
   // A monotonic resource never reuses what is freed: between ops (nothing live) it starts
   // over once it holds more than a bound.
   auto* monotonic = dynamic_cast<std::pmr::monotonic_buffer_resource*>(owned.get());
+  counting_resource live(owned.get());
   phase_timer warm;
-  op(owned.get(), warm);
+  op(&live, warm);
+  alloc_meter meter;
+  meter.start();
   for (auto _ : state) {
     phase_timer timer;
     op(owned.get(), timer);
@@ -339,19 +364,28 @@ void run_pooled(benchmark::State& state, const std::string& spec, container_op o
       monotonic->release();
     }
   }
+  meter.report(state);
   held_peak = std::max(held_peak, upstream.stats().peak_bytes_in_use);
   owned.reset();
-  report_memory(state, spec, held_peak, op);
+  report_memory(state, spec, held_peak, live.stats().peak_bytes_in_use);
 }
 
 // One op on a resource of its own: its construction counts in build, its destruction (which
 // returns its memory) in destroy.
+// `peak_live`, if given, gets the most bytes the op had live (the warm-up op only: counting
+// costs time).
 void fresh_op(const std::string& spec, std::pmr::memory_resource* upstream, container_op op,
-              phase_timer& timer) {
+              phase_timer& timer, std::uint64_t* peak_live = nullptr) {
   timer.begin(phase::build);
   std::unique_ptr<std::pmr::memory_resource> owned = make_subject(spec, upstream);
   timer.end(phase::build);
-  op(owned.get(), timer);
+  if (peak_live) {
+    counting_resource live(owned.get());
+    op(&live, timer);
+    *peak_live = live.stats().peak_bytes_in_use;
+  } else {
+    op(owned.get(), timer);
+  }
   timer.begin(phase::destroy);
   owned.reset();
   timer.end(phase::destroy);
@@ -359,14 +393,18 @@ void fresh_op(const std::string& spec, std::pmr::memory_resource* upstream, cont
 
 void run_fresh(benchmark::State& state, const std::string& spec, container_op op, phase timed) {
   counting_resource upstream(std::pmr::new_delete_resource());
+  std::uint64_t peak_live = 0;
   phase_timer warm;
-  fresh_op(spec, &upstream, op, warm);
+  fresh_op(spec, &upstream, op, warm, &peak_live);
+  alloc_meter meter;
+  meter.start();
   for (auto _ : state) {
     phase_timer timer;
     fresh_op(spec, &upstream, op, timer);
     state.SetIterationTime(timer.seconds(timed));
   }
-  report_memory(state, spec, upstream.stats().peak_bytes_in_use, op);
+  meter.report(state);
+  report_memory(state, spec, upstream.stats().peak_bytes_in_use, peak_live);
 }
 
 void register_container_workloads() {
