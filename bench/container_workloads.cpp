@@ -244,9 +244,9 @@ class phase_timer {
  public:
   void begin(phase p) { started_[index(p)] = clock_type::now(); }
   void end(phase p) {
-    seconds_[index(p)] += std::chrono::duration<double>(clock_type::now() - started_[index(p)]).count();
+    const auto elapsed = clock_type::now() - started_[index(p)];
+    seconds_[index(p)] += std::chrono::duration<double>(elapsed).count();
   }
-  void add(phase p, double seconds) { seconds_[index(p)] += seconds; }
   double seconds(phase p) const noexcept { return seconds_[index(p)]; }
 
  private:

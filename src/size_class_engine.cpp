@@ -163,7 +163,8 @@ void* size_class_engine<Policy>::refill(size_class_cache& local, unsigned index)
   // A miss means the list was too short for how this thread uses the class: lengthen it.
   grow_limit(local, index);
   // The list is empty: it may take up to its limit, and whole chunk free lists are spliced.
-  const block_list got = take(index, std::min(info_[index].batch, list.limit + 1), list.limit + 1, 0);
+  const std::uint32_t room = list.limit + 1;
+  const block_list got = take(index, std::min(info_[index].batch, room), room, 0);
   void* const block = got.head;
   list.head = next_of(block);
   list.count.set(got.count - 1);
