@@ -33,6 +33,7 @@ struct chunk_header {
   chunk_header* next = nullptr;
   std::size_t bytes = 0;         // of the whole chunk, for whoever frees it
   void* free_list = nullptr;     // blocks given back to the shared store
+  void* free_tail = nullptr;     // the last block of free_list: a refill splices the list whole
   std::uint32_t free_count = 0;  // blocks on free_list
   std::uint32_t carved = 0;      // blocks [0, carved) have been handed out at least once
   std::uint32_t capacity = 0;

@@ -162,7 +162,9 @@ void* size_class_engine<Policy>::refill(size_class_cache& local, unsigned index)
   free_list& list = local.lists[index];
   // A miss means the list was too short for how this thread uses the class: lengthen it.
   grow_limit(local, index);
-  const block_list got = take(index, std::min(info_[index].batch, list.limit + 1), 0);
+  // The list is empty: it may take up to its limit, and whole chunk free lists are spliced.
+  const std::uint32_t room = list.limit + 1;
+  const block_list got = take(index, std::min(info_[index].batch, room), room, 0);
   void* const block = got.head;
   list.head = next_of(block);
   list.count.set(got.count - 1);
@@ -219,7 +221,7 @@ void size_class_engine<Policy>::flush(size_class_cache& local, unsigned index,
 
 template <class Policy>
 void* size_class_engine<Policy>::allocate_uncached(unsigned index) {
-  return take(index, 1, 1).head;
+  return take(index, 1, 1, 1).head;
 }
 
 template <class Policy>
@@ -231,13 +233,13 @@ void size_class_engine<Policy>::deallocate_uncached(void* block, unsigned index)
 
 template <class Policy>
 block_list size_class_engine<Policy>::take(unsigned index, std::uint32_t wanted,
-                                           std::uint64_t allocations) {
+                                           std::uint32_t most, std::uint64_t allocations) {
   class_store<Policy>& store = stores_[index];
   const class_info& info = info_[index];
   block_list out;
   {
     const std::lock_guard lock(store.mutex);
-    store.take(info, wanted, out);
+    store.take(info, wanted, most, out);
     if (out.count > 0) {
       store.allocations += allocations;
       return out;
@@ -247,7 +249,7 @@ block_list size_class_engine<Policy>::take(unsigned index, std::uint32_t wanted,
   chunk_header* const chunk = obtain_chunk(index);
   const std::lock_guard lock(store.mutex);
   store.add_chunk(chunk);
-  store.take(info, wanted, out);
+  store.take(info, wanted, most, out);
   store.allocations += allocations;
   return out;
 }

@@ -113,7 +113,8 @@ class size_class_engine {
   void absorb_exiting_cache(size_class_cache& local) noexcept;
   void* allocate_uncached(unsigned index);
   void deallocate_uncached(void* block, unsigned index) noexcept;
-  block_list take(unsigned index, std::uint32_t wanted, std::uint64_t allocations);
+  block_list take(unsigned index, std::uint32_t wanted, std::uint32_t most,
+                  std::uint64_t allocations);
   void give(unsigned index, void* blocks, std::uint32_t count,
             std::uint64_t allocations) noexcept;
   // A chunk for class `index`: an empty one that any class gave up, else a new one.

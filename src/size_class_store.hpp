@@ -46,13 +46,25 @@ struct alignas(64) class_store {
     ++chunks;
   }
 
-  // Moves up to `wanted` blocks onto `out`; blocks of a fresh chunk lowest addresses first.
-  // Leaves `out` short if the class's chunks run out.
-  void take(const class_info& info, std::uint32_t wanted, block_list& out) noexcept {
+  // Moves at least `wanted` blocks (fewer if the class's chunks run out) and at most `most`
+  // onto `out`. A chunk's whole free list is spliced on in one step when it fits under `most`,
+  // so a refill does not walk blocks that were freed in scattered order: that walk is a chain of
+  // dependent cache misses, one per block, where a splice touches one block. Blocks of a fresh
+  // chunk are carved lowest addresses first.
+  void take(const class_info& info, std::uint32_t wanted, std::uint32_t most,
+            block_list& out) noexcept {
     const std::uint32_t before = out.count;
+    wanted = std::min(wanted, most);
     while (out.count < wanted) {
       chunk_header* const chunk = partial.front();
       if (!chunk) break;
+      if (chunk->free_list && out.count + chunk->free_count <= most) {
+        set_next(chunk->free_tail, out.head);
+        out.head = chunk->free_list;
+        out.count += chunk->free_count;
+        chunk->free_list = chunk->free_tail = nullptr;
+        chunk->free_count = 0;
+      }
       while (chunk->free_list && out.count < wanted) {
         void* block = chunk->free_list;
         chunk->free_list = next_of(block);
@@ -61,7 +73,8 @@ struct alignas(64) class_store {
         out.head = block;
         ++out.count;
       }
-      const std::uint32_t carve = std::min(wanted - out.count, chunk->capacity - chunk->carved);
+      const std::uint32_t carve = std::min(wanted - std::min(wanted, out.count),
+                                           chunk->capacity - chunk->carved);
       if (carve > 0) {
         std::byte* const base = base_of_chunk(chunk, info.chunk_bytes);
         for (std::uint32_t i = chunk->carved + carve; i-- > chunk->carved;) {
@@ -92,6 +105,7 @@ struct alignas(64) class_store {
       blocks = next_of(block);
       chunk_header* chunk = header_of_block(block, info.chunk_bytes);
       const bool was_full = chunk->state == chunk_state::full;
+      if (!chunk->free_list) chunk->free_tail = block;
       set_next(block, chunk->free_list);
       chunk->free_list = block;
       ++chunk->free_count;
