@@ -21,8 +21,6 @@
 // peak_held_bytes (what the strategy took from a counting upstream at its most; only for
 // strategies that use upstream, label held=upstream) and peak_live_bytes (the most bytes the op
 // has live at the pmr interface, the same for every strategy).
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -46,81 +44,6 @@ namespace {
 
 constexpr std::size_t map_entries = 20'000;
 constexpr std::size_t document_records = 2'000;
-constexpr const char* plain_mimalloc = "mimalloc_plain";
-
-// ---------------------------------------------------------------- the plain mimalloc row
-
-// mi_malloc / mi_free from libmimalloc.so.2, loaded privately (RTLD_LOCAL) as pmrkit's own
-// loader does, so the process allocator stays glibc's.
-class mimalloc_plain_resource final : public std::pmr::memory_resource {
- public:
-  mimalloc_plain_resource() {
-    void* library = dlopen("libmimalloc.so.2", RTLD_NOW | RTLD_LOCAL);
-    if (!library)
-      throw std::runtime_error("mimalloc_plain: cannot load libmimalloc.so.2 (Debian package "
-                               "libmimalloc2.0)");
-    malloc_ = reinterpret_cast<void* (*)(std::size_t)>(dlsym(library, "mi_malloc"));
-    aligned_ = reinterpret_cast<void* (*)(std::size_t, std::size_t)>(
-        dlsym(library, "mi_malloc_aligned"));
-    free_ = reinterpret_cast<void (*)(void*)>(dlsym(library, "mi_free"));
-    if (!malloc_ || !aligned_ || !free_)
-      throw std::runtime_error("mimalloc_plain: libmimalloc.so.2 lacks mi_malloc or mi_free");
-  }
-
- private:
-  void* do_allocate(std::size_t bytes, std::size_t alignment) override {
-    // mimalloc's 8- and 24-byte classes are only 8-aligned: round up when 16 is asked.
-    void* p = alignment <= 8    ? malloc_(bytes)
-              : alignment <= 16 ? malloc_((bytes + 15) & ~std::size_t{15})
-                                : aligned_(bytes, alignment);
-    if (!p) throw std::bad_alloc();
-    return p;
-  }
-  void do_deallocate(void* p, std::size_t, std::size_t) override { free_(p); }
-  bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
-    return this == &other;
-  }
-
-  void* (*malloc_)(std::size_t) = nullptr;
-  void* (*aligned_)(std::size_t, std::size_t) = nullptr;
-  void (*free_)(void*) = nullptr;
-};
-
-// A resource that takes its memory from mimalloc, out of the malloc interposer's sight: each
-// of its allocations is counted as one heap allocation, for allocs_per_op.
-class heap_counted final : public std::pmr::memory_resource {
- public:
-  explicit heap_counted(std::unique_ptr<std::pmr::memory_resource> inner)
-      : inner_(std::move(inner)) {}
-
- private:
-  void* do_allocate(std::size_t bytes, std::size_t alignment) override {
-    void* p = inner_->allocate(bytes, alignment);
-    count_heap_allocation(bytes);
-    return p;
-  }
-  void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override {
-    inner_->deallocate(p, bytes, alignment);
-  }
-  bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
-    return this == &other;
-  }
-  std::unique_ptr<std::pmr::memory_resource> inner_;
-};
-
-bool uses_upstream(const std::string& spec) {
-  return spec != plain_mimalloc && describe_strategy(spec).uses_upstream;
-}
-
-// The strategy `spec` over `upstream` (so what it holds is known), or the plain mimalloc row.
-std::unique_ptr<std::pmr::memory_resource> make_subject(const std::string& spec,
-                                                        std::pmr::memory_resource* upstream) {
-  if (spec == plain_mimalloc)
-    return std::make_unique<heap_counted>(std::make_unique<mimalloc_plain_resource>());
-  std::unique_ptr<std::pmr::memory_resource> made = make_resource(spec, upstream);
-  if (uses_upstream(spec) || describe_strategy(spec).name == "new_delete") return made;
-  return std::make_unique<heap_counted>(std::move(made));
-}
 
 // ---------------------------------------------------------------- inputs
 
@@ -332,84 +255,44 @@ constexpr std::array workloads = {workload{"ContainerUnorderedMap", unordered_ma
                                   workload{"ContainerMap", map_op},
                                   workload{"ContainerDocument", document_op}};
 
-// peak_live: the most bytes the warm-up op had live at the pmr interface (the same for every
-// strategy: the op makes the same requests whatever serves them).
-void report_memory(benchmark::State& state, const std::string& spec, std::uint64_t held_peak,
-                   std::uint64_t peak_live) {
-  if (uses_upstream(spec)) {
-    state.counters["peak_held_bytes"] = benchmark::Counter(static_cast<double>(held_peak));
-    state.SetLabel("held=upstream");
-  }
-  state.counters["peak_live_bytes"] = benchmark::Counter(static_cast<double>(peak_live));
-}
-
+// One resource reused by every op, warmed by one op first. Both passes of the row run the same
+// ops (bench_support.hpp); only the timed pass reports the phase's time.
 void run_pooled(benchmark::State& state, const std::string& spec, container_op op, phase timed) {
-  counting_resource upstream(std::pmr::new_delete_resource());
-  std::uint64_t held_peak = 0;
-  std::unique_ptr<std::pmr::memory_resource> owned = make_subject(spec, &upstream);
-  // A monotonic resource never reuses what is freed: between ops (nothing live) it starts
-  // over once it holds more than a bound.
-  auto* monotonic = dynamic_cast<std::pmr::monotonic_buffer_resource*>(owned.get());
-  counting_resource live(owned.get());
-  phase_timer warm;
-  op(&live, warm);
-  alloc_meter meter;
-  meter.start();
-  for (auto _ : state) {
-    phase_timer timer;
-    op(owned.get(), timer);
-    state.SetIterationTime(timer.seconds(timed));
-    if (monotonic && upstream.stats().bytes_in_use > (std::uint64_t{256} << 20)) {
-      held_peak = std::max(held_peak, upstream.stats().peak_bytes_in_use);
-      monotonic->release();
-    }
-  }
-  meter.report(state);
-  held_peak = std::max(held_peak, upstream.stats().peak_bytes_in_use);
-  owned.reset();
-  report_memory(state, spec, held_peak, live.stats().peak_bytes_in_use);
+  run_row(state, spec, [&](benchmark::State& st, row_pass& pass) {
+    strategy_under_test subject(spec, pass);
+    std::pmr::memory_resource* r = subject.resource();
+    phase_timer warm;
+    op(r, warm);
+    pass.loop(st, [&] {
+      phase_timer timer;
+      op(r, timer);
+      if (!pass.counting()) st.SetIterationTime(timer.seconds(timed));
+      subject.recycle_if_needed();  // a monotonic resource starts over between ops
+    });
+  });
 }
 
-// One op on a resource of its own: its construction counts in build, its destruction (which
+// A resource of its own per op: its construction counts in build, its destruction (which
 // returns its memory) in destroy.
-// `peak_live`, if given, gets the most bytes the op had live (the warm-up op only: counting
-// costs time).
-void fresh_op(const std::string& spec, std::pmr::memory_resource* upstream, container_op op,
-              phase_timer& timer, std::uint64_t* peak_live = nullptr) {
-  timer.begin(phase::build);
-  std::unique_ptr<std::pmr::memory_resource> owned = make_subject(spec, upstream);
-  timer.end(phase::build);
-  if (peak_live) {
-    counting_resource live(owned.get());
-    op(&live, timer);
-    *peak_live = live.stats().peak_bytes_in_use;
-  } else {
-    op(owned.get(), timer);
-  }
-  timer.begin(phase::destroy);
-  owned.reset();
-  timer.end(phase::destroy);
-}
-
 void run_fresh(benchmark::State& state, const std::string& spec, container_op op, phase timed) {
-  counting_resource upstream(std::pmr::new_delete_resource());
-  std::uint64_t peak_live = 0;
-  phase_timer warm;
-  fresh_op(spec, &upstream, op, warm, &peak_live);
-  alloc_meter meter;
-  meter.start();
-  for (auto _ : state) {
-    phase_timer timer;
-    fresh_op(spec, &upstream, op, timer);
-    state.SetIterationTime(timer.seconds(timed));
-  }
-  meter.report(state);
-  report_memory(state, spec, upstream.stats().peak_bytes_in_use, peak_live);
+  run_row(state, spec, [&](benchmark::State& st, row_pass& pass) {
+    pass.loop(st, [&] {
+      phase_timer timer;
+      timer.begin(phase::build);
+      auto subject = std::make_unique<strategy_under_test>(spec, pass);
+      timer.end(phase::build);
+      op(subject->resource(), timer);
+      timer.begin(phase::destroy);
+      subject.reset();
+      timer.end(phase::destroy);
+      if (!pass.counting()) st.SetIterationTime(timer.seconds(timed));
+    });
+  });
 }
 
 void register_container_workloads() {
   std::vector<std::string> subjects = strategy_specs();
-  subjects.push_back(plain_mimalloc);
+  subjects.push_back("mimalloc_plain");  // the yardstick: the plainest wrapper over mimalloc
   for (const workload& w : workloads) {
     for (std::size_t p = 0; p < phase_names.size(); ++p) {
       const auto timed = static_cast<phase>(p);
