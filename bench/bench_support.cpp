@@ -95,11 +95,24 @@ class row_memory {
   held_method method() const noexcept { return probe_.method(); }
   const process_held_probe& probe() const noexcept { return probe_; }
   void sample() {
-    if (measuring_) probe_.sample();
+    if (measuring_) uncounted([this] { probe_.sample(); });
+  }
+  // Runs a measurement with the heap counter paused: the probe's own allocations (reading
+  // /proc) are the measurement's, not the workload's.
+  template <class F>
+  void uncounted(F&& f) {
+    if (counting_heap_) set_heap_counting(false);
+    f();
+    if (counting_heap_) set_heap_counting(true);
+  }
+  void count_heap(bool on) {
+    counting_heap_ = on;
+    set_heap_counting(on);
   }
   void note_held(std::uint64_t bytes) { held_peak_ = std::max(held_peak_, bytes); }
   void note_live(std::uint64_t bytes) { live_peak_ = std::max(live_peak_, bytes); }
   void note_counts(double allocs_per_op, double bytes_per_op) {
+    counted_ = true;
     allocs_per_op_ = allocs_per_op;
     bytes_per_op_ = bytes_per_op;
   }
@@ -114,8 +127,10 @@ class row_memory {
   void report(benchmark::State& state) {
     sample();
     note_held(probe_.peak());
-    state.counters["allocs_per_op"] = benchmark::Counter(allocs_per_op_);
-    state.counters["bytes_per_op"] = benchmark::Counter(bytes_per_op_);
+    if (counted_) {  // absent rather than 0 without the counter: 0 would read "allocates nothing"
+      state.counters["allocs_per_op"] = benchmark::Counter(allocs_per_op_);
+      state.counters["bytes_per_op"] = benchmark::Counter(bytes_per_op_);
+    }
     state.counters["peak_held_bytes"] = benchmark::Counter(static_cast<double>(held_peak_));
     state.counters["peak_live_bytes"] = benchmark::Counter(static_cast<double>(live_peak_));
     for (const auto& p : phases_) {
@@ -135,8 +150,10 @@ class row_memory {
   };
   process_held_probe probe_;
   bool measuring_;
+  bool counting_heap_ = false;
   std::uint64_t held_peak_ = 0;
   std::uint64_t live_peak_ = 0;
+  bool counted_ = false;
   double allocs_per_op_ = 0;
   double bytes_per_op_ = 0;
   std::vector<phase> phases_;
@@ -144,8 +161,8 @@ class row_memory {
 
 // The counting pass's wrapper: bytes live at the pmr interface and their peak; a held-memory
 // sample each time the live peak grows by a sixteenth (the moments a process allocator's
-// holdings peak, sampled O(log) times); and, for mimalloc, which the malloc interposer cannot
-// see, one heap allocation per allocate.
+// holdings peak, sampled O(log) times); and, for mimalloc, which the preloaded heap counter
+// cannot see, one heap allocation per allocate.
 class live_meter final : public std::pmr::memory_resource {
  public:
   live_meter(std::pmr::memory_resource* inner, row_memory& memory)
@@ -187,15 +204,16 @@ class live_meter final : public std::pmr::memory_resource {
 
 void row_pass::begin_counting() {
   counted_from_ = heap_allocations();
-  set_heap_counting(true);
+  memory_.count_heap(true);
 }
 
 void row_pass::end_counting(double ops) {
-  set_heap_counting(false);
+  memory_.count_heap(false);
   const heap_snapshot end = heap_allocations();
   if (ops <= 0) return;
-  memory_.note_counts(static_cast<double>(end.allocations - counted_from_.allocations) / ops,
-                      static_cast<double>(end.bytes - counted_from_.bytes) / ops);
+  if (heap_counter_present())
+    memory_.note_counts(static_cast<double>(end.allocations - counted_from_.allocations) / ops,
+                        static_cast<double>(end.bytes - counted_from_.bytes) / ops);
   memory_.sample();
 }
 
@@ -205,7 +223,8 @@ void row_pass::after_timed_loop() { memory_.sample(); }
 void row_pass::mark_phase(const std::string& name) {
   if (!counting() || !subject_) return;
   memory_.sample();
-  memory_.note_phase(name, subject_->held_bytes_now(), subject_->live_bytes_now());
+  memory_.uncounted(
+      [&] { memory_.note_phase(name, subject_->held_bytes_now(), subject_->live_bytes_now()); });
 }
 
 void row_pass::hold_static(std::uint64_t held, std::uint64_t live) {

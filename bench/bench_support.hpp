@@ -3,13 +3,15 @@
 // said which strategies to run.
 //
 // A row is run_row(state, key, body): body runs twice, each time with a fresh subject.
-//   timed pass     the loop of `state`, with no counting anywhere: the heap counter is off and
-//                  the strategy's resource is not wrapped
+//   timed pass     the loop of `state`, with no counting anywhere: the strategy's resource is
+//                  not wrapped, and no heap counter is loaded in the processes the report times
 //   counting pass  the same loop, a fraction of the timed pass's iterations long (at least
-//                  min(iterations, 4), at least an eighth), with the heap counter on and the
-//                  resource behind a wrapper that tracks bytes live at the pmr interface
+//                  min(iterations, 4), at least an eighth), with the resource behind a wrapper
+//                  that tracks bytes live at the pmr interface, and the heap counter on where
+//                  it is preloaded (heap_counter.hpp)
 // Counters of every row (JSON names): allocs_per_op and bytes_per_op (counting pass, like Go's
-// -benchmem), peak_held_bytes (held_memory.hpp: the most the strategy held over both passes),
+// -benchmem; only with the heap counter preloaded: bench/report/runner.py runs one such
+// process per row), peak_held_bytes (held_memory.hpp: the most the strategy held over both passes),
 // peak_live_bytes (counting pass); label "held=<method>"; phase workloads add
 // phase_<name>_held_bytes and phase_<name>_live_bytes.
 #pragma once

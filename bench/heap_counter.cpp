@@ -1,244 +1,51 @@
 #include "heap_counter.hpp"
 
 #include <dlfcn.h>
-#include <pthread.h>
 
-#include <atomic>
-#include <cerrno>
-#include <cstddef>
-#include <cstring>
-#include <new>
+#include "heap_counter_api.h"
 
 namespace pmrkit::bench {
 namespace {
 
-// Each thread counts into a slot of its own with plain (non-RMW) relaxed stores, so counting
-// costs about a nanosecond and never contends; a reader sums the slots. A slot is claimed on a
-// thread's first allocation and given back when the thread exits, its counts folded into
-// `retired`, so benchmarks that start fresh threads for every run never run out of slots.
-// Threads beyond slot_count share one overflow slot with atomic read-modify-writes.
-constexpr int slot_count = 128;
-
-struct alignas(64) slot {
-  std::atomic<std::uint64_t> allocations{0};
-  std::atomic<std::uint64_t> bytes{0};
-  std::atomic<bool> taken{false};
+struct counter_api {
+  decltype(&pmrkit_heap_counter_snapshot) snapshot = nullptr;
+  decltype(&pmrkit_heap_counter_set_counting) set_counting = nullptr;
+  decltype(&pmrkit_heap_counter_count) count = nullptr;
 };
-
-// Constant-initialised, so usable by the very first malloc of the process.
-slot slots[slot_count];
-slot overflow;
-std::atomic<std::uint64_t> retired_allocations{0};
-std::atomic<std::uint64_t> retired_bytes{0};
-thread_local slot* my_slot = nullptr;  // static TLS in the executable: reading it never allocates
-
-void retire_slot(void* p) {
-  auto* s = static_cast<slot*>(p);
-  retired_allocations.fetch_add(s->allocations.exchange(0));
-  retired_bytes.fetch_add(s->bytes.exchange(0));
-  s->taken.store(false, std::memory_order_release);
-}
-
-// Created on the first claim rather than at static initialisation: the dynamic loader and
-// libstdc++ allocate before our initialisers run. pthread_once and keys below
-// PTHREAD_KEY_2NDLEVEL_SIZE never allocate.
-pthread_key_t exit_key;
-pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
-bool exit_key_ready = false;
-
-slot* claim_slot() noexcept {
-  for (slot& s : slots) {
-    bool expected = false;
-    if (!s.taken.load(std::memory_order_relaxed) &&
-        s.taken.compare_exchange_strong(expected, true, std::memory_order_acquire)) {
-      pthread_once(&exit_key_once, [] { exit_key_ready = pthread_key_create(&exit_key, retire_slot) == 0; });
-      if (!exit_key_ready || pthread_setspecific(exit_key, &s) != 0) {
-        s.taken.store(false);
-        return &overflow;
-      }
-      return &s;
-    }
-  }
-  return &overflow;
-}
-
-// Relaxed: switched only between passes, with no allocation in flight that must be counted.
-std::atomic<bool> counting_on{false};
-
-void count(std::size_t bytes) noexcept {
-  if (!counting_on.load(std::memory_order_relaxed)) return;
-  slot* s = my_slot;
-  if (!s) s = my_slot = claim_slot();
-  if (s == &overflow) {
-    s->allocations.fetch_add(1, std::memory_order_relaxed);
-    s->bytes.fetch_add(bytes, std::memory_order_relaxed);
-    return;
-  }
-  s->allocations.store(s->allocations.load(std::memory_order_relaxed) + 1,
-                       std::memory_order_relaxed);
-  s->bytes.store(s->bytes.load(std::memory_order_relaxed) + bytes, std::memory_order_relaxed);
-}
-
-// The allocator below us: glibc, or whatever LD_PRELOAD put in front of it.
-struct next_allocator {
-  void* (*malloc)(std::size_t);
-  void (*free)(void*);
-  void* (*calloc)(std::size_t, std::size_t);
-  void* (*realloc)(void*, std::size_t);
-  void* (*memalign)(std::size_t, std::size_t);
-  int (*posix_memalign)(void**, std::size_t, std::size_t);
-};
-
-// dlsym itself may allocate (calloc for its error buffer); those few early requests are served
-// from this static arena and never freed.
-alignas(64) unsigned char bootstrap_arena[64 * 1024];
-std::atomic<std::size_t> bootstrap_used{0};
-std::atomic<bool> resolving{false};
-
-void* bootstrap_allocate(std::size_t bytes) noexcept {
-  const std::size_t rounded = (bytes + 63) & ~std::size_t{63};
-  const std::size_t at = bootstrap_used.fetch_add(rounded);
-  if (at + rounded > sizeof bootstrap_arena) return nullptr;
-  return bootstrap_arena + at;
-}
-
-bool from_bootstrap(void* p) noexcept {
-  auto* b = static_cast<unsigned char*>(p);
-  return b >= bootstrap_arena && b < bootstrap_arena + sizeof bootstrap_arena;
-}
 
 template <class Fn>
-Fn resolve(const char* name) noexcept {
-  return reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
+Fn find(const char* name) noexcept {
+  return reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, name));
 }
 
-const next_allocator* next() noexcept {
-  static std::atomic<const next_allocator*> ready{nullptr};
-  if (const next_allocator* n = ready.load(std::memory_order_acquire)) return n;
-  static next_allocator resolved;
-  resolving.store(true);
-  resolved.malloc = resolve<decltype(resolved.malloc)>("malloc");
-  resolved.free = resolve<decltype(resolved.free)>("free");
-  resolved.calloc = resolve<decltype(resolved.calloc)>("calloc");
-  resolved.realloc = resolve<decltype(resolved.realloc)>("realloc");
-  resolved.memalign = resolve<decltype(resolved.memalign)>("memalign");
-  resolved.posix_memalign = resolve<decltype(resolved.posix_memalign)>("posix_memalign");
-  resolving.store(false);
-  ready.store(&resolved, std::memory_order_release);
-  return &resolved;
-}
-
-void* counted_malloc(std::size_t bytes) noexcept {
-  if (resolving.load(std::memory_order_relaxed)) return bootstrap_allocate(bytes);
-  count(bytes);
-  return next()->malloc(bytes);
-}
-
-void* counted_aligned(std::size_t alignment, std::size_t bytes) noexcept {
-  count(bytes);
-  return next()->memalign(alignment, bytes);
-}
-
-void counted_free(void* p) noexcept {
-  if (!p || from_bootstrap(p)) return;
-  next()->free(p);
-}
-
-void* operator_new(std::size_t bytes) {
-  if (void* p = counted_malloc(bytes ? bytes : 1)) return p;
-  throw std::bad_alloc();
-}
-
-void* operator_new_aligned(std::size_t bytes, std::align_val_t alignment) {
-  if (void* p = counted_aligned(static_cast<std::size_t>(alignment), bytes ? bytes : 1)) return p;
-  throw std::bad_alloc();
+// Looked up once: the library is either preloaded from the start or absent for good.
+const counter_api* api() noexcept {
+  static const counter_api found = [] {
+    counter_api a;
+    a.snapshot = find<decltype(a.snapshot)>("pmrkit_heap_counter_snapshot");
+    a.set_counting = find<decltype(a.set_counting)>("pmrkit_heap_counter_set_counting");
+    a.count = find<decltype(a.count)>("pmrkit_heap_counter_count");
+    return a;
+  }();
+  return found.snapshot && found.set_counting && found.count ? &found : nullptr;
 }
 
 }  // namespace
 
-heap_snapshot heap_allocations() noexcept {
-  heap_snapshot total{retired_allocations.load(std::memory_order_relaxed),
-                      retired_bytes.load(std::memory_order_relaxed)};
-  const auto add = [&total](const slot& s) {
-    total.allocations += s.allocations.load(std::memory_order_relaxed);
-    total.bytes += s.bytes.load(std::memory_order_relaxed);
-  };
-  for (const slot& s : slots) add(s);
-  add(overflow);
-  return total;
+bool heap_counter_present() noexcept { return api() != nullptr; }
+
+void set_heap_counting(bool on) noexcept {
+  if (const counter_api* a = api()) a->set_counting(on ? 1 : 0);
 }
 
-void set_heap_counting(bool on) noexcept { counting_on.store(on, std::memory_order_relaxed); }
+heap_snapshot heap_allocations() noexcept {
+  heap_snapshot s;
+  if (const counter_api* a = api()) a->snapshot(&s.allocations, &s.bytes);
+  return s;
+}
 
-void count_heap_allocation(std::uint64_t bytes) noexcept { count(static_cast<std::size_t>(bytes)); }
+void count_heap_allocation(std::uint64_t bytes) noexcept {
+  if (const counter_api* a = api()) a->count(bytes);
+}
 
 }  // namespace pmrkit::bench
-
-using pmrkit::bench::counted_aligned;
-using pmrkit::bench::counted_free;
-using pmrkit::bench::counted_malloc;
-
-extern "C" {
-
-void* malloc(std::size_t bytes) { return counted_malloc(bytes); }
-void free(void* p) { counted_free(p); }
-
-void* calloc(std::size_t count, std::size_t size) {
-  if (pmrkit::bench::resolving.load(std::memory_order_relaxed)) {
-    // the bootstrap arena is zero-initialised static storage and never reused
-    return pmrkit::bench::bootstrap_allocate(count * size);
-  }
-  if (size != 0 && count > SIZE_MAX / size) return nullptr;
-  pmrkit::bench::count(count * size);
-  return pmrkit::bench::next()->calloc(count, size);
-}
-
-void* realloc(void* p, std::size_t bytes) {
-  if (p && pmrkit::bench::from_bootstrap(p)) {
-    void* moved = counted_malloc(bytes);
-    if (moved) std::memcpy(moved, p, bytes);  // bootstrap blocks are tiny and never shrink here
-    return moved;
-  }
-  pmrkit::bench::count(bytes);
-  return pmrkit::bench::next()->realloc(p, bytes);
-}
-
-void* memalign(std::size_t alignment, std::size_t bytes) { return counted_aligned(alignment, bytes); }
-void* aligned_alloc(std::size_t alignment, std::size_t bytes) {
-  return counted_aligned(alignment, bytes);
-}
-int posix_memalign(void** out, std::size_t alignment, std::size_t bytes) {
-  void* p = counted_aligned(alignment, bytes);
-  if (!p) return ENOMEM;
-  *out = p;
-  return 0;
-}
-
-}  // extern "C"
-
-// Every replaceable form of operator new/delete, so that an LD_PRELOADed allocator's own
-// operator new cannot route around the count.
-void* operator new(std::size_t bytes) { return pmrkit::bench::operator_new(bytes); }
-void* operator new[](std::size_t bytes) { return pmrkit::bench::operator_new(bytes); }
-void* operator new(std::size_t bytes, const std::nothrow_t&) noexcept { return counted_malloc(bytes ? bytes : 1); }
-void* operator new[](std::size_t bytes, const std::nothrow_t&) noexcept { return counted_malloc(bytes ? bytes : 1); }
-void* operator new(std::size_t bytes, std::align_val_t a) { return pmrkit::bench::operator_new_aligned(bytes, a); }
-void* operator new[](std::size_t bytes, std::align_val_t a) { return pmrkit::bench::operator_new_aligned(bytes, a); }
-void* operator new(std::size_t bytes, std::align_val_t a, const std::nothrow_t&) noexcept {
-  return counted_aligned(static_cast<std::size_t>(a), bytes ? bytes : 1);
-}
-void* operator new[](std::size_t bytes, std::align_val_t a, const std::nothrow_t&) noexcept {
-  return counted_aligned(static_cast<std::size_t>(a), bytes ? bytes : 1);
-}
-void operator delete(void* p) noexcept { counted_free(p); }
-void operator delete[](void* p) noexcept { counted_free(p); }
-void operator delete(void* p, std::size_t) noexcept { counted_free(p); }
-void operator delete[](void* p, std::size_t) noexcept { counted_free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { counted_free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { counted_free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { counted_free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { counted_free(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { counted_free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { counted_free(p); }
-void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { counted_free(p); }
-void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { counted_free(p); }

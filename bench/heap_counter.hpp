@@ -1,13 +1,13 @@
-// A process-wide count of heap allocations, for Go-style allocs/op and B/op.
+// A process-wide count of heap allocations, for Go-style allocs/op and B/op, when the process
+// runs with the counter preloaded (LD_PRELOAD=libpmrkit_heap_counter.so[:<allocator>.so]).
 //
-// heap_counter.cpp interposes malloc, calloc, realloc, the aligned variants and every form of
-// operator new in this executable, so it sees each allocation made by any code in the process
-// (our resources' upstreams, libbson, libzstd, libprotobuf, libstdc++), whichever thread makes
-// it. It forwards to the next allocator in symbol order, so an LD_PRELOADed allocator
-// (jemalloc, tcmalloc, mimalloc) still serves every request. Counting is off unless switched
-// on (set_heap_counting): the timed loops run with only a flag test and a forwarding call per
-// allocation, and a separate counting pass over the same loop counts. Each thread counts in a
-// slot of its own, so counting does not serialise multi-threaded benchmarks.
+// The counter is a library of its own (heap_counter_preload.cpp) that interposes malloc and
+// every operator new of the process and forwards them to the next allocator. pmrkit_bench does
+// not link it: the processes whose loops are timed run without any interposer, and
+// bench/report/runner.py runs one more process per row, with the counter preloaded, for the
+// counts. These functions find the counter's C API (heap_counter_api.h) with dlsym on first use;
+// without it they count nothing and heap_counter_present() says so.
+// Thread-safe: callable from any thread; each thread counts in a slot of its own.
 #pragma once
 
 #include <cstdint>
@@ -19,14 +19,17 @@ struct heap_snapshot {
   std::uint64_t bytes = 0;
 };
 
-// Switches counting on or off for every thread (off at start).
+// True if libpmrkit_heap_counter.so is loaded into this process.
+bool heap_counter_present() noexcept;
+
+// Switches counting on or off for every thread (off at start). No effect without the counter.
 void set_heap_counting(bool on) noexcept;
 
-// Allocations counted so far, summed over all threads.
+// Allocations counted so far, summed over all threads; zero without the counter.
 heap_snapshot heap_allocations() noexcept;
 
 // Counts an allocation that bypasses malloc (a mimalloc strategy's mi_malloc) as a heap
-// allocation of the calling thread.
+// allocation of the calling thread. No effect without the counter.
 void count_heap_allocation(std::uint64_t bytes) noexcept;
 
 }  // namespace pmrkit::bench

@@ -6,9 +6,11 @@
 Runs each benchmark of pmrkit_bench (fresh and pooled variants, the limit reference, the
 Alloc* patterns) with repetitions, one process per repetition, the repetitions of the rows of
 one table interleaved in random order, every process in the warm heap state (a live background
-set, bench/heap_state.hpp); the fresh rows and the patterns again in an idle process, with fewer
-repetitions, for the "idle time/op" column; and the malloc strategy's fresh rows and patterns
-again under whole-process allocators (LD_PRELOAD jemalloc, tcmalloc, mimalloc). Prints one table per
+set, bench/heap_state.hpp), plus one short process per row with the heap counter preloaded for
+allocs/op and B/op (the timed ones run without it); the fresh rows and the patterns again in an
+idle process, with fewer repetitions, for the "idle time/op" column; and the malloc strategy's
+fresh rows and patterns again under whole-process allocators (LD_PRELOAD jemalloc, tcmalloc,
+mimalloc). Prints one table per
 workload with deltas against new_delete/fresh and a Mann-Whitney U test, peak held memory and
 held/live, and writes OUT/results.json (merged Google Benchmark JSON), OUT/summary.csv,
 OUT/report.html and OUT/charts/*.png. See docs/benchmarks.md for how to read them.
@@ -84,6 +86,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--min-time", type=float, metavar="SECONDS",
                    help=f"Google Benchmark min time per repetition (default {DEFAULT_MIN_TIME}"
                    f", --quick {QUICK_MIN_TIME})")
+    p.add_argument("--heap-counter", metavar="PATH",
+                   help=f"the heap counter library, preloaded in one extra process per row to "
+                   f"count allocs/op and B/op (default: {runner.HEAP_COUNTER} next to --bench; "
+                   "without it those columns stay empty)")
     p.add_argument("--list", action="store_true", help="print what would run, and stop")
     p.add_argument("--from-json", metavar="FILE",
                    help="do not run anything: report on an existing results.json")
@@ -102,6 +108,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         p.error("--min-time must be positive")
     if args.seed is None:
         args.seed = random.randrange(1 << 31)
+    if args.heap_counter is None:
+        args.heap_counter = runner.heap_counter_next_to(args.bench)
     if args.no_preload:
         args.preloads = []
     elif args.preload:
@@ -146,6 +154,11 @@ def main(argv: list[str]) -> int:
     except runner.BenchError as e:
         print(f"run.py: {e}", file=sys.stderr)
         return 2
+    counting = os.path.exists(args.heap_counter)
+    if not counting:
+        plan.notes.append(f"allocs/op and B/op not measured: no heap counter at "
+                          f"{args.heap_counter} (build it: cmake --build build --target "
+                          "pmrkit_heap_counter)")
     for note in plan.notes:
         print(note, file=sys.stderr)
     jobs = plan.jobs + (runner.idle_jobs(plan.jobs, known) if args.idle_repetitions else [])
@@ -153,10 +166,12 @@ def main(argv: list[str]) -> int:
         print("\n".join(job.display for job in jobs))
         return 0
 
-    steps = runner.schedule(jobs, args.repetitions, known, args.seed, args.idle_repetitions)
+    steps = runner.schedule(jobs, args.repetitions, known, args.seed, args.idle_repetitions,
+                            counting=counting)
     guess = args.min_time * 1.5 + 0.2
     progress = Progress(len(steps), guess)
-    outcome = runner.run(args.bench, steps, args.min_time, progress)
+    outcome = runner.run(args.bench, steps, args.min_time, progress,
+                         args.heap_counter if counting else "")
     progress.close()
 
     doc = outcome.doc

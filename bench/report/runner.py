@@ -7,6 +7,11 @@ mallinfo2), and a crash costs one row instead of the whole run. The repetitions 
 one table are interleaved: round after round, each round runs every row of the table once, in
 an order shuffled anew for each round, so that a burst of load on a shared machine lands on
 some repetition of many rows instead of on every repetition of one (see schedule()).
+
+Allocations are counted in one more process per row, with libpmrkit_heap_counter.so preloaded
+(in front of the row's own preloaded allocator, if any): an interposer costs its forwarding call
+even when it counts nothing, so the processes that are timed run without it, and the counting
+process's allocs_per_op and bytes_per_op are copied into the row's timed results (run()).
 """
 
 from __future__ import annotations
@@ -35,6 +40,17 @@ PRELOADS = (
 HEAP_ENV = "PMRKIT_BENCH_HEAP"
 WARM = "warm"
 IDLE = "idle"
+
+# The heap counter, built next to pmrkit_bench (bench/CMakeLists.txt), and how long its process
+# runs: its counting pass counts an eighth of the iterations Google Benchmark settles on, and
+# the counts per op hardly change with more.
+HEAP_COUNTER = "libpmrkit_heap_counter.so"
+COUNTING_MIN_TIME = 0.01
+COUNTED = ("allocs_per_op", "bytes_per_op")
+
+
+def heap_counter_next_to(bench: str) -> str:
+    return os.path.join(os.path.dirname(os.path.abspath(bench)), HEAP_COUNTER)
 
 
 def job_timeout_s(repetitions: int, min_time: float) -> float:
@@ -69,6 +85,7 @@ class Job:
 
 
 def _child_env(preload_path: str = "", heap: str = WARM) -> dict:
+    """The environment of a benchmark process; preload_path is LD_PRELOAD's value ("" for none)."""
     env = dict(os.environ)
     env[HEAP_ENV] = heap
     # The strategy is always passed as a flag; an inherited PMRKIT_STRATEGY must not leak
@@ -223,22 +240,26 @@ def idle_jobs(jobs: list[Job], known) -> list[Job]:
 
 @dataclasses.dataclass(frozen=True)
 class Step:
-    """One process to start: one repetition (round) of one job."""
+    """One process to start: one repetition (round) of one job, or its counting run."""
     job: Job
     round: int   # 0-based
     rounds: int
+    counting: bool = False  # with the heap counter preloaded, for allocs/op and B/op only
 
     @property
     def display(self) -> str:
+        if self.counting:
+            return f"{self.job.display} (counting allocations)"
         return f"{self.job.display} (run {self.round + 1}/{self.rounds})"
 
 
 def schedule(jobs: list[Job], repetitions: int, known, seed: int,
-             idle_repetitions: int = 0) -> list[Step]:
+             idle_repetitions: int = 0, counting: bool = False) -> list[Step]:
     """The order to run the plan in: table by table (as plan() grouped them); within a table,
-    rounds, each of which runs every row of the table once, in an order shuffled anew per round
-    (random.Random(seed), so a run's order can be replayed). Warm jobs run `repetitions`
-    rounds, idle ones (idle_jobs()) `idle_repetitions`, in the same rounds as the warm ones."""
+    with `counting` first one counting step per warm row, then rounds, each of which runs every
+    row of the table once, in an order shuffled anew per round (random.Random(seed), so a run's
+    order can be replayed). Warm jobs run `repetitions` rounds, idle ones (idle_jobs())
+    `idle_repetitions`, in the same rounds as the warm ones."""
     rng = random.Random(seed)
     tables: dict[tuple[str, int], list[Job]] = {}
     for job in jobs:
@@ -248,6 +269,8 @@ def schedule(jobs: list[Job], repetitions: int, known, seed: int,
         return idle_repetitions if job.heap == IDLE else repetitions
     steps = []
     for rows in tables.values():
+        if counting:
+            steps += [Step(job, 0, 1, counting=True) for job in rows if job.heap != IDLE]
         for round_index in range(max(rounds_of(job) for job in rows)):
             order = [job for job in rows if round_index < rounds_of(job)]
             rng.shuffle(order)
@@ -275,8 +298,10 @@ class Outcome:
 
 
 def run_one(bench: str, job: Job, repetitions: int, min_time: float,
-            out_path: str) -> tuple[dict | None, str | None]:
-    """Runs one benchmark; returns its JSON document, and what went wrong if anything did."""
+            out_path: str, heap_counter: str = "") -> tuple[dict | None, str | None]:
+    """Runs one benchmark; returns its JSON document, and what went wrong if anything did.
+    With heap_counter, the process runs with it preloaded in front of the job's allocator, so
+    that its RTLD_NEXT finds that allocator."""
     args = [f"--benchmark_filter=^{ere_escape(job.name)}$",
             f"--benchmark_repetitions={repetitions}", f"--benchmark_min_time={min_time:g}",
             f"--benchmark_out={out_path}", "--benchmark_out_format=json", *job.args]
@@ -286,7 +311,8 @@ def run_one(bench: str, job: Job, repetitions: int, min_time: float,
     try:
         done = subprocess.run([bench] + args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                               text=True, timeout=timeout,
-                              env=_child_env(job.preload_path, job.heap))
+                              env=_child_env(":".join(p for p in (heap_counter, job.preload_path)
+                                                      if p), job.heap))
     except subprocess.TimeoutExpired:
         return None, f"{job.display}: no result within {timeout:.0f}s"
     doc = _read_json(out_path)
@@ -308,10 +334,15 @@ def _mark_round(doc: dict, round_index: int) -> None:
             entry["repetition_index"] = round_index
 
 
-def run(bench: str, steps: list[Step], min_time: float, progress: Progress) -> Outcome:
+def run(bench: str, steps: list[Step], min_time: float, progress: Progress,
+        heap_counter: str = "") -> Outcome:
     """Runs every step in turn, one repetition per process; a job that failed once is not run
-    again (its failure is listed once). Ctrl-C stops the run and keeps what finished."""
+    again (its failure is listed once). Counting steps run with heap_counter preloaded for
+    COUNTING_MIN_TIME at most, and their counts go into the job's timed results; a failed
+    counting step is listed and leaves the job's rows without counts. Ctrl-C stops the run and
+    keeps what finished."""
     docs, idle_docs, failures = [], [], []
+    counts: dict[str, dict[str, float]] = {}  # entry name -> allocs_per_op, bytes_per_op
     failed: set[Job] = set()
     interrupted = False
     with tempfile.TemporaryDirectory(prefix="pmrkit-report-") as tmp:
@@ -322,21 +353,48 @@ def run(bench: str, steps: list[Step], min_time: float, progress: Progress) -> O
                     progress.finish_one()
                     continue
                 progress.start(step.display)
-                doc, failure = run_one(bench, step.job, 1, min_time, out_path)
+                if step.counting:
+                    doc, failure = run_one(bench, step.job, 1, min(min_time, COUNTING_MIN_TIME),
+                                           out_path, heap_counter)
+                else:
+                    doc, failure = run_one(bench, step.job, 1, min_time, out_path)
                 progress.finish_one()
-                if doc is not None:
+                if doc is not None and step.counting:
+                    counts.update(_counts_of(doc))
+                elif doc is not None:
                     _mark_round(doc, step.round)
                     # an entry that reported an error is kept, and listed
                     (idle_docs if step.job.heap == IDLE else docs).append(doc)
-                if failure:
+                if failure and step.counting:
+                    failures.append(failure.replace(step.job.display, step.display, 1))
+                    progress.note("FAILED " + failures[-1])
+                elif failure:
                     failed.add(step.job)
                     failures.append(failure)
                     progress.note("FAILED " + failure)
         except KeyboardInterrupt:
             interrupted = True
             progress.note("interrupted: reporting the benchmarks that finished")
+    for doc in docs + idle_docs:
+        _add_counts(doc, counts)
     # Warm documents first: the merged context (the first document's) is a warm process's.
     return Outcome(results.merge(docs + idle_docs), failures, interrupted)
+
+
+def _counts_of(doc: dict) -> dict[str, dict[str, float]]:
+    """A counting process's allocs_per_op and bytes_per_op, by entry name."""
+    return {e["name"]: {c: e[c] for c in COUNTED if c in e}
+            for e in doc.get("benchmarks", [])
+            if e.get("run_type", "iteration") == "iteration" and not e.get("error_occurred")
+            and all(c in e for c in COUNTED)}
+
+
+def _add_counts(doc: dict, counts: dict[str, dict[str, float]]) -> None:
+    """Gives each timed entry the counts of its counting process, which replace any the timed
+    process reported itself (it has none unless run with a counter preloaded by hand)."""
+    for entry in doc.get("benchmarks", []):
+        if entry.get("run_type", "iteration") == "iteration" and entry.get("name") in counts:
+            entry.update(counts[entry["name"]])
 
 
 def _read_json(path: str) -> dict | None:

@@ -48,6 +48,8 @@ def run_pipeline(args, out):
                "--out", out, "--quick", "--strategy", args.strategy]
     for tag in args.preload:
         command += ["--preload", tag]
+    for workload in args.workload:
+        command += ["--workload", workload]
     env = dict(os.environ)
     env.pop("PMRKIT_STRATEGY", None)
     done = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout,
@@ -69,14 +71,15 @@ def check_progress(stderr):
     return total
 
 
-def tables_with(bench, strategy):
+def tables_with(bench, strategy, workloads=()):
     """The tables in which the binary runs `strategy` (not every strategy runs every pattern:
     threads:2 needs a thread-safe one, AllocMixed one that reuses memory)."""
     listed = subprocess.run([bench, "--benchmark_list_tests=true", f"--strategy={strategy}"],
                             capture_output=True, text=True, timeout=60, check=True).stdout
     keys = [results.parse_name(n.strip()) for n in listed.splitlines() if n.strip()]
     return {k.workload + (f" threads:{k.threads}" if k.threads != 1 else "")
-            for k in keys if k.strategy == strategy}
+            for k in keys if k.strategy == strategy
+            and (not workloads or k.workload.split("/", 1)[0] in workloads)}
 
 
 def cells(row):
@@ -227,7 +230,9 @@ def main():
     p.add_argument("--preload", action="append", default=[],
                    help="also run these preload rows (skipped if the library is missing)")
     p.add_argument("--workdir", help="keep the run's files here (default: a temporary dir)")
-    p.add_argument("--timeout", type=float, default=110)
+    p.add_argument("--timeout", type=float, default=200)
+    p.add_argument("--workload", action="append", default=[],
+                   help="only these workloads (repeatable); default: all")
     args = p.parse_args()
     import runner
     libraries = {tag: path for tag, path, _ in runner.PRELOADS}
@@ -241,8 +246,8 @@ def main():
         memory = "malloc" in runner.strategy_names(args.bench)
         stdout, stderr = run_pipeline(args, out)
         total = check_progress(stderr)
-        titles = check_tables(stdout, args.strategy, tables_with(args.bench, args.strategy),
-                              memory)
+        titles = check_tables(stdout, args.strategy,
+                              tables_with(args.bench, args.strategy, args.workload), memory)
         check_files(out, args.strategy, titles, args.preload, memory)
         check_compare(out)
     finally:

@@ -777,15 +777,20 @@ class Runner(unittest.TestCase):
             done = subprocess.run(
                 [sys.executable, os.path.join(REPORT, "run.py"), "--bench", FAKE_BENCH,
                  "--out", out, "--quick", "--strategy", "monotonic", "--workload",
-                 "DatagramNoFormatting", "--no-preload"], capture_output=True, text=True,
+                 "DatagramNoFormatting", "--no-preload", "--heap-counter",
+                 fake_library(out, runner.HEAP_COUNTER)], capture_output=True, text=True,
                 timeout=120)
             self.assertEqual(done.returncode, 0, done.stderr)
-            # 4 rows, 3 runs each, one process per run, the rows of each round shuffled; the
-            # two fresh rows once more in an idle process (--quick: one idle run).
-            runs = re.findall(r"^\[(\d+)/14\] DatagramNoFormatting/(\S+) \(run (\d)/3\)",
+            # 4 rows, one counting process each first, then 3 runs each, one process per run,
+            # the rows of each round shuffled; the two fresh rows once more in an idle process
+            # (--quick: one idle run).
+            counting = re.findall(r"^\[(\d+)/18\] DatagramNoFormatting/(\S+) \(counting "
+                                  r"allocations\)", done.stderr, re.M)
+            self.assertEqual([int(at) for at, _ in counting], [1, 2, 3, 4], done.stderr)
+            runs = re.findall(r"^\[(\d+)/18\] DatagramNoFormatting/(\S+) \(run (\d)/3\)",
                               done.stderr, re.M)
             self.assertEqual(len(runs), 12, done.stderr)
-            idle_runs = re.findall(r"^\[\d+/14\] DatagramNoFormatting/(\S+) \[heap=idle\] "
+            idle_runs = re.findall(r"^\[\d+/18\] DatagramNoFormatting/(\S+) \[heap=idle\] "
                                    r"\(run 1/1\)", done.stderr, re.M)
             self.assertEqual(sorted(idle_runs), ["monotonic/fresh", "new_delete/fresh"])
             for round_index in "123":
@@ -825,6 +830,73 @@ class Runner(unittest.TestCase):
                 page = f.read()
             self.assertIn("idle time/op", page)
             self.assertIn("<td>heap state</td><td>warm</td>", page)
+                        # The counts of the counting process, in every timed entry; its own entries not.
+            fresh = [e for e in doc["benchmarks"]
+                     if e.get("pmrkit_heap", "warm") == "warm"
+                     and e["name"] in ("DatagramNoFormatting/monotonic/fresh/manual_time",
+                                       "DatagramNoFormatting/monotonic/fresh")]
+            self.assertEqual(len(fresh), 3)
+            self.assertEqual({e.get("allocs_per_op") for e in fresh}, {1.0})
+            self.assertNotIn(runner.HEAP_COUNTER, doc["context"]["fake_ld_preload"])
+
+    def test_without_a_heap_counter_the_rows_have_no_counts_and_the_run_says_why(self):
+        with tempfile.TemporaryDirectory() as out:
+            missing = os.path.join(out, "nowhere", runner.HEAP_COUNTER)
+            done = subprocess.run(
+                [sys.executable, os.path.join(REPORT, "run.py"), "--bench", FAKE_BENCH,
+                 "--out", out, "--quick", "--repetitions", "1", "--workload", "InsertSingle",
+                 "--strategy", "monotonic", "--no-preload", "--heap-counter", missing],
+                capture_output=True, text=True, timeout=120)
+            self.assertEqual(done.returncode, 0, done.stderr)
+            self.assertIn(f"allocs/op and B/op not measured: no heap counter at {missing}",
+                          done.stderr)
+            self.assertNotIn("counting allocations", done.stderr)
+            with open(os.path.join(out, "results.json"), encoding="utf-8") as f:
+                entries = json.load(f)["benchmarks"]
+            self.assertTrue(entries)
+            self.assertFalse([e["name"] for e in entries if "allocs_per_op" in e])
+
+    def test_the_counter_is_preloaded_in_front_of_the_rows_allocator(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            counter = fake_library(tmp, runner.HEAP_COUNTER)
+            allocator = fake_library(tmp, "libjemalloc.so.2")
+            job = runner.Job("AllocPairs/malloc", ("--strategy=malloc",), "jemalloc", allocator)
+            out_path = os.path.join(tmp, "run.json")
+            counted, failure = runner.run_one(FAKE_BENCH, job, 1, 0.001, out_path, counter)
+            self.assertIsNone(failure)
+            self.assertEqual(counted["context"]["fake_ld_preload"], f"{counter}:{allocator}")
+            self.assertEqual(counted["benchmarks"][0]["allocs_per_op"], 1.0)
+            timed, failure = runner.run_one(FAKE_BENCH, job, 1, 0.001, out_path)
+            self.assertIsNone(failure)
+            self.assertEqual(timed["context"]["fake_ld_preload"], allocator)
+            self.assertNotIn("allocs_per_op", timed["benchmarks"][0])
+
+    def test_counts_go_to_the_timed_entries_of_the_same_row(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            counter = fake_library(tmp, runner.HEAP_COUNTER)
+            jobs = [runner.Job("AllocPairs/new_delete", ()), runner.Job("AllocPairs/monotonic", ()),
+                    runner.Job("AllocPairs/malloc", ("--strategy=malloc",), "jemalloc",
+                               fake_library(tmp, "libjemalloc.so.2"))]
+            known = runner.strategy_names(FAKE_BENCH)
+            steps = runner.schedule(jobs, 2, known, seed=3, counting=True)
+            self.assertEqual([s.counting for s in steps], [True] * 3 + [False] * 6)
+            outcome = runner.run(FAKE_BENCH, steps, 0.001, Progress(len(steps), 0.1, io.StringIO()),
+                                 counter)
+            self.assertEqual(outcome.failures, [])
+            by_name = {}
+            for e in outcome.doc["benchmarks"]:
+                by_name.setdefault(e["name"], []).append(e.get("allocs_per_op"))
+            self.assertEqual(by_name, {"AllocPairs/new_delete": [1.0, 1.0],
+                                       "AllocPairs/monotonic": [0.0, 0.0],
+                                       "AllocPairs/malloc [preload=jemalloc]": [1.0, 1.0]})
+
+
+def fake_library(directory, name):
+    """An empty file named as a library: the dynamic loader skips it with a warning, and
+    fake_bench.py reads the name from LD_PRELOAD."""
+    path = os.path.join(directory, name)
+    open(path, "w").close()
+    return path
 
 
 if __name__ == "__main__":

@@ -1,0 +1,99 @@
+#!/usr/bin/python3
+"""pmrkit_bench's timed processes run without the heap counter, and the counter still counts.
+
+    test_heap_counter.py --bench build/bench/pmrkit_bench
+                         --counter build/bench/libpmrkit_heap_counter.so
+
+Issue 11: an interposer costs its forwarding call even with counting off (1.33x on AllocPairs/
+malloc), so the executable must not define malloc or operator new itself; allocs/op come from a
+separate process with libpmrkit_heap_counter.so preloaded (docs/benchmarks.md, "How allocations
+are counted"). Checks:
+  - the executable's dynamic symbol table defines none of the allocation functions;
+  - without the counter, a row reports its memory (peak live, peak held) and no allocs/op,
+    rather than a count of zero that reads as "allocates nothing";
+  - with the counter preloaded, AllocPairs/new_delete counts its one allocation of 64 bytes
+    per op, and AllocPairs/bare_list (which takes its memory once) none;
+  - with the counter preloaded in front of an allocator (jemalloc, if installed), the counter's
+    forwarding reaches that allocator and still counts.
+Counts are asserted, never times.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+JEMALLOC = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
+ALLOCATION_FUNCTIONS = {"malloc", "free", "calloc", "realloc", "memalign", "aligned_alloc",
+                        "posix_memalign", "_Znwm", "_ZdlPv", "_ZnwmSt11align_val_t"}
+failures = []
+
+
+def check(condition, message):
+    if not condition:
+        failures.append(message)
+
+
+def defined_symbols(binary):
+    out = subprocess.run(["nm", "-D", "--defined-only", binary], capture_output=True, text=True,
+                         check=True).stdout
+    return {line.split()[-1].split("@")[0] for line in out.splitlines() if line.strip()}
+
+
+def run_row(bench, name, preload=""):
+    env = dict(os.environ)
+    env.pop("PMRKIT_STRATEGY", None)
+    env.pop("LD_PRELOAD", None)
+    if preload:
+        env["LD_PRELOAD"] = preload
+    done = subprocess.run([bench, f"--benchmark_filter=^{name}$", "--benchmark_min_time=0.001",
+                           "--benchmark_format=json"], capture_output=True, text=True, env=env,
+                          timeout=120)
+    if done.returncode != 0:
+        raise SystemExit(f"FAIL: {name} with LD_PRELOAD={preload!r} exited {done.returncode}:\n"
+                         f"{done.stderr[-2000:]}")
+    entries = [e for e in json.loads(done.stdout)["benchmarks"] if e["name"] == name]
+    if len(entries) != 1:
+        raise SystemExit(f"FAIL: {name}: expected one result, got {len(entries)}")
+    return entries[0]
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--bench", required=True)
+    p.add_argument("--counter", required=True)
+    args = p.parse_args()
+
+    interposed = sorted(ALLOCATION_FUNCTIONS & defined_symbols(args.bench))
+    check(not interposed, f"{args.bench} defines {', '.join(interposed)}: the timed processes "
+          "would run every allocation through an interposer")
+    check(os.path.exists(args.counter), f"{args.counter} was not built")
+
+    plain = run_row(args.bench, "AllocPairs/new_delete")
+    check("allocs_per_op" not in plain and "bytes_per_op" not in plain,
+          f"without the counter, allocs/op and B/op must be absent, got {plain}")
+    check(plain.get("peak_live_bytes") == 64, f"peak live without the counter: {plain}")
+    check("peak_held_bytes" in plain, f"no peak held without the counter: {plain}")
+
+    if os.path.exists(args.counter):
+        counted = run_row(args.bench, "AllocPairs/new_delete", args.counter)
+        check(counted.get("allocs_per_op") == 1 and counted.get("bytes_per_op") == 64,
+              f"AllocPairs/new_delete with the counter: expected 1 alloc and 64 B per op, "
+              f"got {counted}")
+        floor = run_row(args.bench, "AllocPairs/bare_list", args.counter)
+        check(floor.get("allocs_per_op") == 0, f"AllocPairs/bare_list counted: {floor}")
+        if os.path.exists(JEMALLOC):
+            behind = run_row(args.bench, "AllocPairs/malloc", f"{args.counter}:{JEMALLOC}")
+            check(behind.get("allocs_per_op") == 1,
+                  f"AllocPairs/malloc with the counter in front of jemalloc: {behind}")
+
+    for f in failures:
+        print("FAIL:", f)
+    if not failures:
+        print("ok: no interposer in pmrkit_bench; the preloaded counter counts")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
