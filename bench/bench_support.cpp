@@ -97,8 +97,8 @@ class row_memory {
   void sample() {
     if (measuring_) probe_.sample();
   }
-  void note_block(const void* p) {
-    if (measuring_) probe_.note_block(p);
+  void note_block(const void* p, std::size_t bytes) {
+    if (measuring_) probe_.note_block(p, bytes);
   }
   void note_held(std::uint64_t bytes) { held_peak_ = std::max(held_peak_, bytes); }
   void note_live(std::uint64_t bytes) { live_peak_ = std::max(live_peak_, bytes); }
@@ -160,7 +160,7 @@ class live_meter final : public std::pmr::memory_resource {
   void* do_allocate(std::size_t bytes, std::size_t alignment) override {
     void* p = inner_->allocate(bytes, alignment);
     if (count_heap_) count_heap_allocation(bytes);
-    memory_.note_block(p);
+    memory_.note_block(p, bytes);
     const std::uint64_t now = live_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
     std::uint64_t peak = peak_.load(std::memory_order_relaxed);
     while (now > peak && !peak_.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {

@@ -59,14 +59,14 @@ std::uint64_t tcmalloc_held() {  // mapped from the OS and not given back
 // 32 MiB; the segment's first pages hold its metadata.
 constexpr std::uintptr_t mimalloc_segment_size = std::uintptr_t{1} << 25;
 
-// Resident bytes of [begin, begin + mimalloc_segment_size), read a MiB at a time so that a
-// smaller (huge-block) segment or one given back since counts only where it is mapped.
-std::uint64_t resident_bytes(std::uintptr_t begin) {
+// Resident bytes of [begin, end), read a MiB at a time so that a smaller (huge-block) segment
+// or one given back since counts only where it is mapped.
+std::uint64_t resident_bytes(std::uintptr_t begin, std::uintptr_t end) {
   static const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
   constexpr std::size_t step = std::size_t{1} << 20;
   std::vector<unsigned char> pages(step / page);
   std::uint64_t resident = 0;
-  for (std::uintptr_t at = begin; at < begin + mimalloc_segment_size; at += step) {
+  for (std::uintptr_t at = begin; at < end; at += step) {
     if (mincore(reinterpret_cast<void*>(at), step, pages.data()) != 0) continue;  // unmapped
     for (unsigned char p : pages) resident += (p & 1u) ? page : 0;
   }
@@ -158,11 +158,18 @@ void process_held_probe::start() {
   }
 }
 
-void process_held_probe::note_block(const void* p) {
+void process_held_probe::note_block(const void* p, std::size_t bytes) {
   if (method_ != held_method::mimalloc_resident || !p) return;
-  const auto segment = reinterpret_cast<std::uintptr_t>(p) & ~(mimalloc_segment_size - 1);
-  if (std::find(segments_.begin(), segments_.end(), segment) == segments_.end())
-    segments_.push_back(segment);
+  const auto at = reinterpret_cast<std::uintptr_t>(p);
+  const std::uintptr_t begin = at & ~(mimalloc_segment_size - 1);
+  // A huge block's segment reaches as far as the block does.
+  const std::uintptr_t end = std::max(begin + mimalloc_segment_size, at + bytes);
+  const auto known = std::find_if(segments_.begin(), segments_.end(),
+                                  [&](const span& s) { return s.begin == begin; });
+  if (known == segments_.end())
+    segments_.push_back({begin, end});
+  else
+    known->end = std::max(known->end, end);
 }
 
 std::uint64_t process_held_probe::now() const {
@@ -174,7 +181,7 @@ std::uint64_t process_held_probe::now() const {
     case held_method::tcmalloc_stats: return minus_floor(tcmalloc_held(), baseline_);
     case held_method::mimalloc_resident: {
       std::uint64_t resident = 0;
-      for (auto segment : segments_) resident += resident_bytes(segment);
+      for (const span& segment : segments_) resident += resident_bytes(segment.begin, segment.end);
       return resident;
     }
     case held_method::rss: return minus_floor(proc_status_bytes("VmRSS"), baseline_);

@@ -57,7 +57,7 @@ class process_held_probe {
   // which resets VmHWM, where the kernel permits; mimalloc_resident: forgets its segments).
   void start();
   // mimalloc_resident: a block the row allocated, whose segment then counts; others ignore it.
-  void note_block(const void* p);
+  void note_block(const void* p, std::size_t bytes);
   // Held now, above the baseline.
   std::uint64_t now() const;
   // Records now() into the peak; for rss the kernel tracks the peak between samples, for the
@@ -71,7 +71,10 @@ class process_held_probe {
   held_method method_;
   std::uint64_t baseline_ = 0;
   std::uint64_t sampled_peak_ = 0;
-  std::vector<std::uintptr_t> segments_;  // mimalloc_resident: segment starts seen
+  struct span {
+    std::uintptr_t begin, end;
+  };
+  std::vector<span> segments_;  // mimalloc_resident: the segments seen
 };
 
 // glibc's mallinfo2: bytes held from the OS (arena + hblkhd) and bytes in use (uordblks + hblkhd).
