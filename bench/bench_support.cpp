@@ -109,6 +109,9 @@ class row_memory {
     counting_heap_ = on;
     set_heap_counting(on);
   }
+  void note_block(const void* p, std::size_t bytes) {
+    if (measuring_) probe_.note_block(p, bytes);
+  }
   void note_held(std::uint64_t bytes) { held_peak_ = std::max(held_peak_, bytes); }
   void note_live(std::uint64_t bytes) { live_peak_ = std::max(live_peak_, bytes); }
   void note_counts(double allocs_per_op, double bytes_per_op) {
@@ -165,10 +168,8 @@ class row_memory {
 // cannot see, one heap allocation per allocate.
 class live_meter final : public std::pmr::memory_resource {
  public:
-  live_meter(std::pmr::memory_resource* inner, row_memory& memory)
-      : inner_(inner),
-        memory_(memory),
-        count_heap_(memory.method() == held_method::mimalloc_stats) {}
+  live_meter(std::pmr::memory_resource* inner, row_memory& memory, bool interposer_blind)
+      : inner_(inner), memory_(memory), count_heap_(interposer_blind) {}
   std::uint64_t live() const noexcept { return live_.load(std::memory_order_relaxed); }
   std::uint64_t peak() const noexcept { return peak_.load(std::memory_order_relaxed); }
 
@@ -176,6 +177,7 @@ class live_meter final : public std::pmr::memory_resource {
   void* do_allocate(std::size_t bytes, std::size_t alignment) override {
     void* p = inner_->allocate(bytes, alignment);
     if (count_heap_) count_heap_allocation(bytes);
+    memory_.note_block(p, bytes);
     const std::uint64_t now = live_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
     std::uint64_t peak = peak_.load(std::memory_order_relaxed);
     while (now > peak && !peak_.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
@@ -244,7 +246,9 @@ strategy_under_test::strategy_under_test(const std::string& spec, row_pass& pass
   }
   resource_ = owned_.get();
   if (pass.counting()) {
-    meter_ = std::make_unique<live_meter>(owned_.get(), pass.memory_);
+    // pmrkit's mimalloc strategies and mimalloc_plain call the private mimalloc, not malloc.
+    const bool interposer_blind = spec.rfind("mimalloc", 0) == 0;
+    meter_ = std::make_unique<live_meter>(owned_.get(), pass.memory_, interposer_blind);
     resource_ = meter_.get();
   }
   pass.subject_ = this;

@@ -1,42 +1,77 @@
 #include "held_memory.hpp"
 
+#include <dlfcn.h>
 #include <malloc.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
-#include "mimalloc_loader.hpp"
 #include "pmrkit/registry.hpp"
 
 namespace pmrkit::bench {
 namespace {
 
-struct mimalloc_commit {
-  std::uint64_t current;
-  std::uint64_t peak;
-};
-
-mimalloc_commit mimalloc_commit_now() {
-  std::size_t unused = 0, current = 0, peak = 0;
-  detail::mimalloc().process_info(&unused, &unused, &unused, &unused, &unused, &current, &peak,
-                                  &unused);
-  return {current, peak};
-}
-
-// mi_stats_reset zeroes mimalloc's counters, "current" committed bytes included, so after a
-// reset they count from there (and a decommit makes "current" negative, which
-// mi_process_info hands back as a huge size_t). The committed bytes at the last reset, summed
-// over resets, turn them back into absolute values.
-std::int64_t mimalloc_committed_at_reset = 0;
-
-std::uint64_t mimalloc_absolute(std::uint64_t since_reset) {
-  const auto sum = mimalloc_committed_at_reset + static_cast<std::int64_t>(since_reset);
-  return sum > 0 ? static_cast<std::uint64_t>(sum) : 0;
-}
-
 std::uint64_t minus_floor(std::uint64_t a, std::uint64_t b) { return a > b ? a - b : 0; }
+
+template <class Fn>
+Fn process_symbol(const char* name) {
+  return reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, name));
+}
+
+// jemalloc's mallctl, found only where jemalloc replaced malloc. stats.resident counts every
+// page jemalloc keeps resident: live blocks, dirty pages it caches for reuse, its metadata.
+using mallctl_fn = int (*)(const char*, void*, std::size_t*, void*, std::size_t);
+
+std::uint64_t jemalloc_stat(const char* name) {
+  static const auto mallctl = process_symbol<mallctl_fn>("mallctl");
+  if (!mallctl) return 0;
+  std::size_t value = 0, size = sizeof value;
+  return mallctl(name, &value, &size, nullptr, 0) == 0 ? value : 0;
+}
+
+void jemalloc_refresh() {  // jemalloc's statistics are a snapshot taken at each "epoch"
+  static const auto mallctl = process_symbol<mallctl_fn>("mallctl");
+  std::uint64_t epoch = 1;
+  std::size_t size = sizeof epoch;
+  if (mallctl) mallctl("epoch", &epoch, &size, &epoch, size);
+}
+
+// gperftools' C API (malloc_extension_c.h).
+using tcmalloc_property_fn = int (*)(const char*, std::size_t*);
+
+std::uint64_t tcmalloc_stat(const char* name) {
+  static const auto get =
+      process_symbol<tcmalloc_property_fn>("MallocExtension_GetNumericProperty");
+  std::size_t value = 0;
+  return get && get(name, &value) ? value : 0;
+}
+
+std::uint64_t tcmalloc_held() {  // mapped from the OS and not given back
+  return minus_floor(tcmalloc_stat("generic.heap_size"),
+                     tcmalloc_stat("tcmalloc.pageheap_unmapped_bytes"));
+}
+
+// mimalloc 2.x places every block in a segment aligned to (and, but for huge blocks, sized)
+// 32 MiB; the segment's first pages hold its metadata.
+constexpr std::uintptr_t mimalloc_segment_size = std::uintptr_t{1} << 25;
+
+// Resident bytes of [begin, end), read a MiB at a time so that a smaller (huge-block) segment
+// or one given back since counts only where it is mapped.
+std::uint64_t resident_bytes(std::uintptr_t begin, std::uintptr_t end) {
+  static const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  constexpr std::size_t step = std::size_t{1} << 20;
+  std::vector<unsigned char> pages(step / page);
+  std::uint64_t resident = 0;
+  for (std::uintptr_t at = begin; at < end; at += step) {
+    if (mincore(reinterpret_cast<void*>(at), step, pages.data()) != 0) continue;  // unmapped
+    for (unsigned char p : pages) resident += (p & 1u) ? page : 0;
+  }
+  return resident;
+}
 
 }  // namespace
 
@@ -44,7 +79,9 @@ std::string_view held_method_name(held_method m) noexcept {
   switch (m) {
     case held_method::upstream: return "upstream";
     case held_method::mallinfo2: return "mallinfo2";
-    case held_method::mimalloc_stats: return "mimalloc_stats";
+    case held_method::jemalloc_stats: return "jemalloc_stats";
+    case held_method::tcmalloc_stats: return "tcmalloc_stats";
+    case held_method::mimalloc_resident: return "mimalloc_resident";
     case held_method::rss: return "rss";
     case held_method::static_buffers: return "static";
   }
@@ -56,14 +93,23 @@ bool malloc_is_preloaded() {
   return preload && *preload;
 }
 
+held_method preloaded_allocator_method() {
+  if (dlsym(RTLD_DEFAULT, "mallctl")) return held_method::jemalloc_stats;
+  if (dlsym(RTLD_DEFAULT, "MallocExtension_GetNumericProperty"))
+    return held_method::tcmalloc_stats;
+  // pmrkit's private mimalloc is loaded RTLD_LOCAL: only a preloaded one is found here.
+  if (dlsym(RTLD_DEFAULT, "mi_malloc")) return held_method::mimalloc_resident;
+  return held_method::rss;
+}
+
 held_method held_method_for(std::string_view key, bool preloaded) {
   if (key == "limit") return held_method::static_buffers;
   if (key == "bare_list") return held_method::upstream;
-  if (key == "mimalloc_plain") return held_method::mimalloc_stats;
+  if (key == "mimalloc_plain") return held_method::mimalloc_resident;
   const strategy_info info = describe_strategy(std::string(key));
   if (info.uses_upstream) return held_method::upstream;
-  if (info.name.rfind("mimalloc", 0) == 0) return held_method::mimalloc_stats;
-  return preloaded ? held_method::rss : held_method::mallinfo2;
+  if (info.name.rfind("mimalloc", 0) == 0) return held_method::mimalloc_resident;
+  return preloaded ? preloaded_allocator_method() : held_method::mallinfo2;
 }
 
 glibc_heap glibc_heap_now() noexcept {
@@ -88,21 +134,18 @@ std::uint64_t proc_status_bytes(std::string_view field) {
 
 void process_held_probe::start() {
   sampled_peak_ = 0;
+  segments_.clear();
   switch (method_) {
-    case held_method::mallinfo2:
-      // What others (the harness, earlier rows) have in use is not this row's; memory glibc
-      // holds free is, whoever freed it: the allocator keeps it for this row to reuse.
-      baseline_ = glibc_heap_now().in_use;
+    // What others (the harness, earlier rows) have in use is not this row's; memory the
+    // allocator holds free is, whoever freed it: the allocator keeps it for this row to reuse.
+    case held_method::mallinfo2: baseline_ = glibc_heap_now().in_use; break;
+    case held_method::jemalloc_stats:
+      jemalloc_refresh();
+      baseline_ = jemalloc_stat("stats.allocated");
       break;
-    case held_method::mimalloc_stats: {
-      // Loaded privately, mimalloc holds only what strategies took from it: its committed
-      // bytes need no baseline. The peak starts again here.
-      mimalloc_committed_at_reset =
-          static_cast<std::int64_t>(mimalloc_absolute(mimalloc_commit_now().current));
-      detail::mimalloc().stats_reset();
-      baseline_ = 0;
+    case held_method::tcmalloc_stats:
+      baseline_ = tcmalloc_stat("generic.current_allocated_bytes");
       break;
-    }
     case held_method::rss: {
       if (std::FILE* f = std::fopen("/proc/self/clear_refs", "w")) {
         std::fputs("5", f);  // resets the peak RSS to the current RSS
@@ -111,14 +154,36 @@ void process_held_probe::start() {
       baseline_ = proc_status_bytes("VmRSS");
       break;
     }
-    default: baseline_ = 0;
+    default: baseline_ = 0;  // mimalloc_resident counts only the row's segments
   }
+}
+
+void process_held_probe::note_block(const void* p, std::size_t bytes) {
+  if (method_ != held_method::mimalloc_resident || !p) return;
+  const auto at = reinterpret_cast<std::uintptr_t>(p);
+  const std::uintptr_t begin = at & ~(mimalloc_segment_size - 1);
+  // A huge block's segment reaches as far as the block does.
+  const std::uintptr_t end = std::max(begin + mimalloc_segment_size, at + bytes);
+  const auto known = std::find_if(segments_.begin(), segments_.end(),
+                                  [&](const span& s) { return s.begin == begin; });
+  if (known == segments_.end())
+    segments_.push_back({begin, end});
+  else
+    known->end = std::max(known->end, end);
 }
 
 std::uint64_t process_held_probe::now() const {
   switch (method_) {
     case held_method::mallinfo2: return minus_floor(glibc_heap_now().held, baseline_);
-    case held_method::mimalloc_stats: return mimalloc_absolute(mimalloc_commit_now().current);
+    case held_method::jemalloc_stats:
+      jemalloc_refresh();
+      return minus_floor(jemalloc_stat("stats.resident"), baseline_);
+    case held_method::tcmalloc_stats: return minus_floor(tcmalloc_held(), baseline_);
+    case held_method::mimalloc_resident: {
+      std::uint64_t resident = 0;
+      for (const span& segment : segments_) resident += resident_bytes(segment.begin, segment.end);
+      return resident;
+    }
     case held_method::rss: return minus_floor(proc_status_bytes("VmRSS"), baseline_);
     default: return 0;
   }
@@ -127,13 +192,9 @@ std::uint64_t process_held_probe::now() const {
 void process_held_probe::sample() { sampled_peak_ = std::max(sampled_peak_, now()); }
 
 std::uint64_t process_held_probe::peak() const {
-  switch (method_) {
-    case held_method::mimalloc_stats:
-      return std::max(sampled_peak_, mimalloc_absolute(mimalloc_commit_now().peak));
-    case held_method::rss:
-      return std::max(sampled_peak_, minus_floor(proc_status_bytes("VmHWM"), baseline_));
-    default: return sampled_peak_;
-  }
+  if (method_ == held_method::rss)
+    return std::max(sampled_peak_, minus_floor(proc_status_bytes("VmHWM"), baseline_));
+  return sampled_peak_;
 }
 
 }  // namespace pmrkit::bench

@@ -4,9 +4,16 @@
 // a process allocator are measured by that allocator's own statistics or by the kernel:
 //   mallinfo2       glibc malloc: arena + hblkhd (bytes glibc holds from the OS), less what the
 //                   process had in use when the row started; exact at each sample, sampled
-//   mimalloc_stats  mimalloc's committed bytes (mi_process_info); its peak is tracked by mimalloc
-//   rss             resident-set high-water mark (VmHWM) less the RSS when the row started; used
-//                   under LD_PRELOAD, where the replaced allocator has no statistics we can call
+//   jemalloc_stats  preloaded jemalloc: stats.resident, less what was allocated at the start; sampled
+//   tcmalloc_stats  preloaded tcmalloc: generic.heap_size - tcmalloc.pageheap_unmapped_bytes, less
+//                   generic.current_allocated_bytes at the start; sampled
+//   mimalloc_resident  mimalloc (private or preloaded): resident pages (mincore) of the mimalloc
+//                   segments the row's blocks live in; sampled. Not mimalloc's committed bytes:
+//                   Debian's build commits a whole 32 MiB segment that is mostly never touched
+//   rss             resident-set high-water mark (VmHWM, reset by clear_refs) less VmRSS at the
+//                   start; the fallback under an LD_PRELOAD whose allocator we cannot ask. It
+//                   misses memory the allocator kept from before the row (the report then
+//                   shows held < live as unmeasured)
 // and reference rows: bare_list by what it took from operator new (upstream), limit rows by
 // their static buffers. Single-threaded: one probe per row, used by the row's first thread.
 #pragma once
@@ -14,10 +21,19 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace pmrkit::bench {
 
-enum class held_method { upstream, mallinfo2, mimalloc_stats, rss, static_buffers };
+enum class held_method {
+  upstream,
+  mallinfo2,
+  jemalloc_stats,
+  tcmalloc_stats,
+  mimalloc_resident,
+  rss,
+  static_buffers
+};
 
 // The name written to the JSON (context pmrkit_held_method, row label "held=<name>").
 std::string_view held_method_name(held_method m) noexcept;
@@ -28,19 +44,24 @@ std::string_view held_method_name(held_method m) noexcept;
 held_method held_method_for(std::string_view key, bool preloaded);
 // True if LD_PRELOAD names a library (the [preload=...] rows).
 bool malloc_is_preloaded();
+// How a preloaded process allocator is measured: found by the statistics functions it exports
+// (dlsym(RTLD_DEFAULT)), rss when it exports none we know.
+held_method preloaded_allocator_method();
 
-// Reads a process allocator's held bytes (mallinfo2, mimalloc_stats, rss); for the other
-// methods it reads nothing and answers 0.
+// Reads a process allocator's held bytes (mallinfo2, jemalloc_stats, tcmalloc_stats,
+// mimalloc_resident, rss); for the other methods it reads nothing and answers 0.
 class process_held_probe {
  public:
   explicit process_held_probe(held_method method) : method_(method) {}
-  // Takes the baseline and starts the peak again (mimalloc: mi_stats_reset; rss: writes 5 to
-  // /proc/self/clear_refs, which resets VmHWM, where the kernel permits).
+  // Takes the baseline and starts the peak again (rss: writes 5 to /proc/self/clear_refs,
+  // which resets VmHWM, where the kernel permits; mimalloc_resident: forgets its segments).
   void start();
+  // mimalloc_resident: a block the row allocated, whose segment then counts; others ignore it.
+  void note_block(const void* p, std::size_t bytes);
   // Held now, above the baseline.
   std::uint64_t now() const;
-  // Records now() into the peak; for mimalloc and rss the allocator or kernel track the peak
-  // between samples themselves, for mallinfo2 only samples count.
+  // Records now() into the peak; for rss the kernel tracks the peak between samples, for the
+  // other methods only samples count.
   void sample();
   // The most held since start().
   std::uint64_t peak() const;
@@ -50,6 +71,10 @@ class process_held_probe {
   held_method method_;
   std::uint64_t baseline_ = 0;
   std::uint64_t sampled_peak_ = 0;
+  struct span {
+    std::uintptr_t begin, end;
+  };
+  std::vector<span> segments_;  // mimalloc_resident: the segments seen
 };
 
 // glibc's mallinfo2: bytes held from the OS (arena + hblkhd) and bytes in use (uordblks + hblkhd).

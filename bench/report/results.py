@@ -64,6 +64,8 @@ IDLE_TIME = "idle_ns_per_op"
 # How the bench measured peak_held_bytes: per row in the benchmark's label ("held=rss"), per
 # strategy in the context ({"malloc": "mallinfo2", ...}).
 HELD_METHOD_FIELD = "pmrkit_held_method"
+# A repetition's peak held that read below its peak live: a failed measurement, not a figure.
+HELD_UNMEASURED = "held_unmeasured_bytes"
 _HELD_LABEL = re.compile(r"(?:^|[ ,;])held=([A-Za-z0-9_]+)")
 # Phase workloads (AllocPhases) report what was held and live at the end of each phase.
 # Google Benchmark writes counters in alphabetical order, so the phases' order is known here;
@@ -205,7 +207,13 @@ def _metrics_of(entry: dict) -> dict[str, float]:
         if counter in entry:
             out[counter] = float(entry[counter])
     if out.get("peak_held_bytes") is not None and out.get("peak_live_bytes"):
-        out["held_over_live"] = out["peak_held_bytes"] / out["peak_live_bytes"]
+        if out["peak_held_bytes"] < out["peak_live_bytes"]:
+            # Impossible: the probe missed memory the allocator held before the row (an RSS
+            # high-water mark set earlier). Kept apart, so it is shown as unmeasured and
+            # judges nothing.
+            out[HELD_UNMEASURED] = out.pop("peak_held_bytes")
+        else:
+            out["held_over_live"] = out["peak_held_bytes"] / out["peak_live_bytes"]
     for field, value in entry.items():
         if _PHASE_COUNTER.match(field):
             out[field] = float(value)

@@ -228,6 +228,11 @@ def note_lines(table: analysis.Table, v: analysis.Verdict | None = None) -> list
     if preloaded:
         notes.append(f"note: preload rows run the {', '.join(preloaded)} strategy with the "
                      "process allocator replaced by LD_PRELOAD")
+    unmeasured = [r for r in table.rows if r.values(results.HELD_UNMEASURED)]
+    if unmeasured:
+        notes.append(f"note: peak held unmeasured for {_names(unmeasured)}: it read below peak "
+                     "live, so the probe missed memory the allocator held before the row; left "
+                     "out of the leanest verdict and the time-vs-held front")
     methods: dict[str, list[str]] = {}
     for row in table.rows:
         if row.held_method and row.median("peak_held_bytes") is not None:

@@ -4,7 +4,11 @@
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
+#include <string>
+
+#include <unistd.h>
 
 #include "mimalloc_loader.hpp"
 #include "sanitizers.hpp"
@@ -22,13 +26,15 @@ TEST_CASE("held memory: each kind of row is measured its own way", "[bench][held
   CHECK(held_method_for("size_class:max_pooled=128K", true) == held_method::upstream);
   CHECK(held_method_for("malloc", false) == held_method::mallinfo2);
   CHECK(held_method_for("new_delete", false) == held_method::mallinfo2);
-  CHECK(held_method_for("malloc", true) == held_method::rss);  // under LD_PRELOAD
-  CHECK(held_method_for("mimalloc", false) == held_method::mimalloc_stats);
-  CHECK(held_method_for("mimalloc_heap", true) == held_method::mimalloc_stats);
-  CHECK(held_method_for("mimalloc_plain", false) == held_method::mimalloc_stats);
+  // Under LD_PRELOAD, by the statistics the preloaded allocator exports; this process has
+  // none of them, so the fallback.
+  CHECK(held_method_for("malloc", true) == held_method::rss);
+  CHECK(held_method_for("mimalloc", false) == held_method::mimalloc_resident);
+  CHECK(held_method_for("mimalloc_heap", true) == held_method::mimalloc_resident);
+  CHECK(held_method_for("mimalloc_plain", false) == held_method::mimalloc_resident);
   CHECK(held_method_for("bare_list", false) == held_method::upstream);
   CHECK(held_method_for("limit", false) == held_method::static_buffers);
-  CHECK(pmrkit::bench::held_method_name(held_method::mimalloc_stats) == "mimalloc_stats");
+  CHECK(pmrkit::bench::held_method_name(held_method::mimalloc_resident) == "mimalloc_resident");
   CHECK_THROWS_AS(held_method_for("no_such_strategy", false), std::invalid_argument);
 }
 
@@ -47,18 +53,71 @@ TEST_CASE("held memory: glibc's statistics see a block malloc holds, and the pea
   CHECK(probe.peak() >= big);
 }
 
-TEST_CASE("held memory: mimalloc's committed bytes see what mimalloc took", "[bench][held]") {
+TEST_CASE("held memory: mimalloc is measured by the pages it touched, not what it committed",
+          "[bench][held]") {
   const auto& mi = pmrkit::detail::mimalloc();
-  process_held_probe probe(held_method::mimalloc_stats);
+  process_held_probe probe(held_method::mimalloc_resident);
   probe.start();
+  void* small = mi.malloc(64);
+  REQUIRE(small);
+  probe.note_block(small, 64);
+  probe.sample();
+  // Debian's mimalloc commits a whole 32 MiB segment for this block; few pages of it are used.
+  CHECK(probe.now() < (4u << 20));
   void* p = mi.malloc(big);
   REQUIRE(p);
   std::memset(p, 1, big);
+  probe.note_block(p, big);
+  probe.sample();
   CHECK(probe.now() >= big);
   mi.free(p);
-  CHECK(probe.peak() >= big);  // tracked by mimalloc between samples
-  probe.start();               // a new row starts the peak again, from what is held now
-  CHECK(probe.peak() <= probe.now() + (1u << 20));
+  mi.free(small);
+  CHECK(probe.peak() >= big);
+  probe.start();  // a new row forgets the last row's segments and peak
+  CHECK(probe.peak() == 0);
+}
+
+namespace {
+// Runs the child under LD_PRELOAD=library; answers its "<method> <peak>" line, "" if absent.
+std::string run_preloaded_child(const char* library) {
+  const std::string command =
+      std::string("LD_PRELOAD=") + library + " " + PMRKIT_PRELOAD_CHILD + " 2>&1";
+  std::FILE* child = popen(command.c_str(), "r");
+  REQUIRE(child);
+  char line[256] = {};
+  const bool read = std::fgets(line, sizeof line, child) != nullptr;
+  const int status = pclose(child);
+  INFO("child said: " << line);
+  CHECK(status == 0);
+  return read ? std::string(line) : std::string();
+}
+
+void check_preloaded_probe(const char* library, const std::string& method) {
+  if (pmrkit::test::under_address_sanitizer || pmrkit::test::under_thread_sanitizer) return;
+  if (access(library, R_OK) != 0) {
+    WARN("skipped: " << library << " is not installed");
+    return;
+  }
+  const std::string said = run_preloaded_child(library);
+  const auto space = said.find(' ');
+  REQUIRE(space != std::string::npos);
+  CHECK(said.substr(0, space) == method);
+  CHECK(std::strtoull(said.c_str() + space + 1, nullptr, 10) >= (8u << 20));
+}
+}  // namespace
+
+TEST_CASE("held memory: preloaded jemalloc, tcmalloc and mimalloc are asked, and see 8 MiB",
+          "[bench][held]") {
+  SECTION("jemalloc") {
+    check_preloaded_probe("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", "jemalloc_stats");
+  }
+  SECTION("tcmalloc") {
+    check_preloaded_probe("/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4",
+                          "tcmalloc_stats");
+  }
+  SECTION("mimalloc") {
+    check_preloaded_probe("/usr/lib/x86_64-linux-gnu/libmimalloc.so.2", "mimalloc_resident");
+  }
 }
 
 TEST_CASE("held memory: the RSS high-water mark sees pages touched since start",

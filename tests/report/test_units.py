@@ -299,6 +299,38 @@ class MemoryAxis(unittest.TestCase):
         rows = {cells[0]: dict(zip(g.headers, cells)) for cells in g.rows}
         self.assertEqual(rows["monotonic"]["peak held"], "320MiB")
 
+    def test_held_below_live_is_unmeasured_and_judges_nothing(self):
+        # A peak held below peak live cannot be: the probe missed memory the allocator had
+        # before the row (an RSS high-water mark set earlier). Such a row must not be the
+        # leanest nor sit on the time-vs-held front.
+        counters = lambda held: {"peak_held_bytes": held, "peak_live_bytes": 64}
+        table = analyzed_table({
+            "AllocPairs/new_delete": ([20] * 3, counters(20000)),
+            "AllocPairs/size_class": ([5] * 3, counters(8192)),
+            "AllocPairs/malloc [preload=jemalloc]": ([4] * 3, counters(0)),
+            "AllocPairs/malloc [preload=tcmalloc]": ([6] * 3, counters(32)),
+        })
+        g = tables.grid(table)
+        rows = {cells[0]: dict(zip(g.headers, cells)) for cells in g.rows}
+        for label in ("malloc [preload=jemalloc]", "malloc [preload=tcmalloc]"):
+            self.assertEqual((rows[label]["peak held"], rows[label]["held/live"]), ("—", "—"))
+        self.assertEqual(rows["size_class"]["held/live"], "128x")
+        v = analysis.verdict(table)
+        self.assertEqual([r.label for r in v.pareto], ["size_class"])
+        self.assertEqual([r.label for r in v.leanest.rows], ["size_class"])
+        self.assertIn("note: peak held unmeasured for malloc [preload=jemalloc], malloc "
+                      "[preload=tcmalloc]: it read below peak live, so the probe missed memory "
+                      "the allocator held before the row; left out of the leanest verdict and "
+                      "the time-vs-held front", tables.verdict_lines(table))
+
+    def test_held_below_live_in_some_runs_keeps_the_measured_ones(self):
+        doc = synthetic_doc({"AllocPairs/malloc": [10, 10, 10]})
+        for held, entry in zip((50, 300, 500), doc["benchmarks"]):
+            entry.update({"peak_held_bytes": held, "peak_live_bytes": 100})
+        (row,) = results.from_json(doc).rows.values()
+        self.assertEqual(row.values("peak_held_bytes"), [300, 500])
+        self.assertEqual(row.values("held_over_live"), [3.0, 5.0])
+
     def test_held_method_from_the_label_then_the_context(self):
         row = self.tables[0].rows[0]
         self.assertEqual((row.label, row.held_method), ("new_delete", "mallinfo2"))
