@@ -19,6 +19,8 @@
 #include <cstring>
 #include <new>
 
+#include "interpose_hooks.hpp"
+
 namespace counter {
 namespace {
 
@@ -156,16 +158,6 @@ void counted_free(void* p) noexcept {
   next()->free(p);
 }
 
-void* operator_new(std::size_t bytes) {
-  if (void* p = counted_malloc(bytes ? bytes : 1)) return p;
-  throw std::bad_alloc();
-}
-
-void* operator_new_aligned(std::size_t bytes, std::align_val_t alignment) {
-  if (void* p = counted_aligned(static_cast<std::size_t>(alignment), bytes ? bytes : 1)) return p;
-  throw std::bad_alloc();
-}
-
 }  // namespace
 }  // namespace counter
 
@@ -236,29 +228,10 @@ int posix_memalign(void** out, std::size_t alignment, std::size_t bytes) {
 
 }  // extern "C"
 
-// Every replaceable form of operator new/delete, so that an LD_PRELOADed allocator's own
-// operator new cannot route around the count.
-void* operator new(std::size_t bytes) { return counter::operator_new(bytes); }
-void* operator new[](std::size_t bytes) { return counter::operator_new(bytes); }
-void* operator new(std::size_t bytes, const std::nothrow_t&) noexcept { return counted_malloc(bytes ? bytes : 1); }
-void* operator new[](std::size_t bytes, const std::nothrow_t&) noexcept { return counted_malloc(bytes ? bytes : 1); }
-void* operator new(std::size_t bytes, std::align_val_t a) { return counter::operator_new_aligned(bytes, a); }
-void* operator new[](std::size_t bytes, std::align_val_t a) { return counter::operator_new_aligned(bytes, a); }
-void* operator new(std::size_t bytes, std::align_val_t a, const std::nothrow_t&) noexcept {
-  return counted_aligned(static_cast<std::size_t>(a), bytes ? bytes : 1);
+// operator new and delete in every form come from interpose/operator_new_forms.cpp, through
+// these.
+void* pmrkit::interpose::allocate(std::size_t bytes) noexcept { return counted_malloc(bytes); }
+void* pmrkit::interpose::allocate_aligned(std::size_t alignment, std::size_t bytes) noexcept {
+  return counted_aligned(alignment, bytes);
 }
-void* operator new[](std::size_t bytes, std::align_val_t a, const std::nothrow_t&) noexcept {
-  return counted_aligned(static_cast<std::size_t>(a), bytes ? bytes : 1);
-}
-void operator delete(void* p) noexcept { counted_free(p); }
-void operator delete[](void* p) noexcept { counted_free(p); }
-void operator delete(void* p, std::size_t) noexcept { counted_free(p); }
-void operator delete[](void* p, std::size_t) noexcept { counted_free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { counted_free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { counted_free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { counted_free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { counted_free(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { counted_free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { counted_free(p); }
-void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { counted_free(p); }
-void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { counted_free(p); }
+void pmrkit::interpose::release(void* p) noexcept { counted_free(p); }

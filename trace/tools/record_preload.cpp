@@ -30,6 +30,8 @@
 #include <cstring>
 #include <new>
 
+#include "interpose_hooks.hpp"
+
 #include "trace_encoding.hpp"
 
 namespace {
@@ -352,16 +354,6 @@ void* recorded_realloc(void* p, std::size_t bytes) noexcept {
   return moved;
 }
 
-void* operator_new(std::size_t bytes) {
-  if (void* p = recorded_malloc(bytes ? bytes : 1)) return p;
-  throw std::bad_alloc();
-}
-
-void* operator_new_aligned(std::size_t bytes, std::align_val_t alignment) {
-  if (void* p = recorded_aligned(static_cast<std::size_t>(alignment), bytes ? bytes : 1)) return p;
-  throw std::bad_alloc();
-}
-
 }  // namespace
 
 extern "C" {
@@ -488,27 +480,10 @@ int execlp(const char* file, const char* arg, ...) {
 
 }  // extern "C"
 
-void* operator new(std::size_t bytes) { return operator_new(bytes); }
-void* operator new[](std::size_t bytes) { return operator_new(bytes); }
-void* operator new(std::size_t bytes, const std::nothrow_t&) noexcept { return recorded_malloc(bytes ? bytes : 1); }
-void* operator new[](std::size_t bytes, const std::nothrow_t&) noexcept { return recorded_malloc(bytes ? bytes : 1); }
-void* operator new(std::size_t bytes, std::align_val_t a) { return operator_new_aligned(bytes, a); }
-void* operator new[](std::size_t bytes, std::align_val_t a) { return operator_new_aligned(bytes, a); }
-void* operator new(std::size_t bytes, std::align_val_t a, const std::nothrow_t&) noexcept {
-  return recorded_aligned(static_cast<std::size_t>(a), bytes ? bytes : 1);
+// operator new and delete in every form come from interpose/operator_new_forms.cpp, through
+// these.
+void* pmrkit::interpose::allocate(std::size_t bytes) noexcept { return recorded_malloc(bytes); }
+void* pmrkit::interpose::allocate_aligned(std::size_t alignment, std::size_t bytes) noexcept {
+  return recorded_aligned(alignment, bytes);
 }
-void* operator new[](std::size_t bytes, std::align_val_t a, const std::nothrow_t&) noexcept {
-  return recorded_aligned(static_cast<std::size_t>(a), bytes ? bytes : 1);
-}
-void operator delete(void* p) noexcept { recorded_free(p); }
-void operator delete[](void* p) noexcept { recorded_free(p); }
-void operator delete(void* p, std::size_t) noexcept { recorded_free(p); }
-void operator delete[](void* p, std::size_t) noexcept { recorded_free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { recorded_free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { recorded_free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { recorded_free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { recorded_free(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { recorded_free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { recorded_free(p); }
-void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { recorded_free(p); }
-void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { recorded_free(p); }
+void pmrkit::interpose::release(void* p) noexcept { recorded_free(p); }
