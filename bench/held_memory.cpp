@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #include "pmrkit/registry.hpp"
 
@@ -89,8 +90,19 @@ std::string_view held_method_name(held_method m) noexcept {
 }
 
 bool malloc_is_preloaded() {
+  // Any preloaded library but pmrkit's own heap counter, which forwards to glibc's malloc
+  // (or to the allocator preloaded after it).
   const char* preload = std::getenv("LD_PRELOAD");
-  return preload && *preload;
+  if (!preload) return false;
+  std::string_view rest(preload);
+  while (!rest.empty()) {
+    const std::size_t end = rest.find_first_of(": ");
+    const std::string_view entry = rest.substr(0, end);
+    if (!entry.empty() && !entry.ends_with("libpmrkit_heap_counter.so")) return true;
+    if (end == std::string_view::npos) break;
+    rest.remove_prefix(end + 1);
+  }
+  return false;
 }
 
 held_method preloaded_allocator_method() {
