@@ -1,0 +1,79 @@
+#include "held_pass.hpp"
+
+#include <atomic>
+#include <cstring>
+#include <memory>
+#include <memory_resource>
+#include <mutex>
+
+#include "held_memory.hpp"  // bench/: the benchmark's probes, shared with the replay
+#include "pmrkit/registry.hpp"
+
+namespace pmrkit::trace_tools {
+namespace {
+
+constexpr std::size_t page_bytes = 4096;
+
+// Forwards to the strategy and samples the probe after each allocation. Sampling is skipped
+// while another thread samples: its figure is as recent.
+class sampling_resource final : public std::pmr::memory_resource {
+ public:
+  sampling_resource(std::pmr::memory_resource& inner, bench::held_method method)
+      : inner_(inner), probe_(method), touch_pages_(method == bench::held_method::rss) {}
+
+  std::uint64_t peak() {
+    const std::lock_guard lock(mutex_);
+    return started_ ? probe_.peak() : 0;
+  }
+
+ private:
+  void* do_allocate(std::size_t bytes, std::size_t alignment) override {
+    std::call_once(start_once_, [this] {
+      const std::lock_guard lock(mutex_);
+      probe_.start();
+      started_ = true;
+    });
+    void* p = inner_.allocate(bytes, alignment);
+    if (touch_pages_)
+      for (std::size_t at = 0; at < bytes; at += page_bytes) static_cast<char*>(p)[at] = 1;
+    if (mutex_.try_lock()) {
+      probe_.sample();
+      mutex_.unlock();
+    }
+    return p;
+  }
+  void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override {
+    inner_.deallocate(p, bytes, alignment);
+  }
+  bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
+    return this == &other;
+  }
+
+  std::pmr::memory_resource& inner_;
+  bench::process_held_probe probe_;
+  bool touch_pages_;
+  std::once_flag start_once_;
+  std::mutex mutex_;
+  bool started_ = false;
+};
+
+}  // namespace
+
+std::string held_method_of(const std::string& spec) {
+  return std::string(bench::held_method_name(
+      bench::held_method_for(spec, bench::malloc_is_preloaded())));
+}
+
+held_figure held_pass(const trace::replay_plan& plan, const std::string& spec) {
+  const bench::held_method method = bench::held_method_for(spec, bench::malloc_is_preloaded());
+  held_figure figure{std::nullopt, std::string(bench::held_method_name(method))};
+  if (method == bench::held_method::upstream || method == bench::held_method::static_buffers)
+    return figure;
+  const auto strategy = make_resource(spec, std::pmr::new_delete_resource());
+  sampling_resource sampling(*strategy, method);
+  trace::replay(plan, sampling);
+  figure.peak_held_bytes = sampling.peak();
+  return figure;
+}
+
+}  // namespace pmrkit::trace_tools
