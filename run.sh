@@ -2,6 +2,7 @@
 # pmrkit's one entry point for newcomers and CI.
 #
 #   ./run.sh bench [--quick] [--strategy SPEC] [--workload NAME] ...   the strategy comparison
+#   ./run.sh replay TRACE [--strategy SPEC] [--quick] [--sweep] ...     replay a recorded program
 #   ./run.sh test                                                      build and run every test
 #   ./run.sh compare OLD.json NEW.json                                 compare two benchmark runs
 #
@@ -54,6 +55,12 @@ case "$cmd" in
     build build -DPMRKIT_BUILD_TESTS=OFF
     exec /usr/bin/python3 bench/report/run.py --bench build/bench/pmrkit_bench --out out "$@"
     ;;
+  replay)
+    [ $# -ge 1 ] || { echo "usage: ./run.sh replay TRACE [--strategy SPEC]... [--quick] [--sweep] [--repetitions N]" >&2; exit 2; }
+    ensure_packages
+    build build -DPMRKIT_BUILD_TESTS=OFF
+    exec /usr/bin/python3 bench/report/replay.py --replay build/trace/pmrkit-replay --out out/replay "$@"
+    ;;
   test)
     ensure_packages
     build build -DPMRKIT_BUILD_TESTS=ON
@@ -91,7 +98,7 @@ case "$cmd" in
     tests/consumer/build_with_pkg_config.sh "$prefix" build-consumer-pkg-config
     ;;
   *)
-    sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac

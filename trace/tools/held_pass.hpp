@@ -5,9 +5,10 @@
 // it; the benchmark's probes (bench/held_memory.hpp) can. held_pass replays the trace once more,
 // untimed, with the strategy wrapped in a resource that samples the probe after every
 // allocation: mallinfo2 for glibc (whose holdings grow only on an allocation, so this is its
-// exact peak), mimalloc's committed bytes, or the resident set under LD_PRELOAD (each block's
-// pages are then written once, as the program would have, so they count). The probe starts at
-// the first allocation, after the replayer's own bookkeeping is in place.
+// exact peak) or mimalloc's committed bytes. Under LD_PRELOAD (the preload rows) nothing is
+// measured: the bench's method there, the resident set, would count only pages the replay
+// newly touches, while the replaced allocator reuses those the trace's reading freed. The
+// probe starts at the first allocation, after the replayer's own bookkeeping is in place.
 //
 // Thread-safety: one held_pass at a time per process (the probes read process-wide figures).
 #pragma once
