@@ -12,6 +12,7 @@
 # concurrent tests), fuzz [SECONDS] (libFuzzer targets, bounded), consumer (install the package,
 # check its exported link interface, build tests/consumer against it with CMake and pkg-config).
 set -euo pipefail
+readonly caller_dir=$PWD  # a trace named relative to where ./run.sh was called from
 cd "$(dirname "$0")"
 
 readonly packages=(
@@ -57,9 +58,11 @@ case "$cmd" in
     ;;
   replay)
     [ $# -ge 1 ] || { echo "usage: ./run.sh replay TRACE [--strategy SPEC]... [--quick] [--sweep] [--repetitions N]" >&2; exit 2; }
+    trace=$1; shift
+    [[ $trace = /* ]] || trace=$caller_dir/$trace
     ensure_packages
     build build -DPMRKIT_BUILD_TESTS=OFF
-    exec /usr/bin/python3 bench/report/replay.py --replay build/trace/pmrkit-replay --out out/replay "$@"
+    exec /usr/bin/python3 bench/report/replay.py "$trace" --replay build/trace/pmrkit-replay --out out/replay "$@"
     ;;
   test)
     ensure_packages
