@@ -25,7 +25,6 @@ import random
 import shlex
 import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -34,7 +33,6 @@ import metrics as m  # noqa: E402
 import results  # noqa: E402
 import run as main_job  # noqa: E402
 import runner  # noqa: E402
-import tables  # noqa: E402
 from progress import Progress  # noqa: E402
 
 DEFAULT_REPETITIONS = 5
@@ -147,9 +145,10 @@ def plan(listed: list[str], chosen: list[str], sweep: bool,
     return jobs, notes
 
 
-def run_one(replay: str, trace: str, job: runner.Job, round_index: int,
+def run_one(replay: str, trace: str, step: runner.Step,
             out_path: str) -> tuple[dict | None, str | None]:
     """One replay of one row in a process of its own; its JSON document, or what went wrong."""
+    job = step.job
     spec = job.args[0]
     command = [replay, trace, "--strategy", spec, "--repetitions", "1", "--json", out_path]
     if spec != LIMIT_ROW:
@@ -172,36 +171,7 @@ def run_one(replay: str, trace: str, job: runner.Job, round_index: int,
             ": " + " | ".join(why) if why else "")
     if job.preload:
         results.tag_preload(doc, job.preload)
-    for entry in doc["benchmarks"]:
-        entry["repetition_index"] = round_index
     return doc, None
-
-
-def run_all(replay: str, trace: str, steps: list[runner.Step]) -> tuple[dict, list[str], bool]:
-    docs, failures, failed = [], [], set()
-    progress = Progress(len(steps), 2.0)
-    interrupted = False
-    with tempfile.TemporaryDirectory(prefix="pmrkit-replay-") as tmp:
-        out_path = os.path.join(tmp, "replay.json")
-        try:
-            for step in steps:
-                if step.job in failed:
-                    progress.finish_one()
-                    continue
-                progress.start(step.display)
-                doc, failure = run_one(replay, trace, step.job, step.round, out_path)
-                progress.finish_one()
-                if doc:
-                    docs.append(doc)
-                if failure:
-                    failed.add(step.job)
-                    failures.append(failure)
-                    progress.note("FAILED " + failure)
-        except KeyboardInterrupt:
-            interrupted = True
-            progress.note("interrupted: reporting the rows that finished")
-    progress.close()
-    return results.merge(docs), failures, interrupted
 
 
 # ---------------------------------------------------------------------------------------------
@@ -298,7 +268,11 @@ def main(argv: list[str]) -> int:
         return 0
     known = tuple(listed)
     steps = runner.schedule(jobs, args.repetitions, known, args.seed)
-    doc, failures, interrupted = run_all(args.replay, args.trace, steps)
+    progress = Progress(len(steps), 2.0)
+    outcome = runner.run(args.replay, steps, 0, progress,
+                         run_step=lambda step, out: run_one(args.replay, args.trace, step, out))
+    progress.close()
+    doc, failures, interrupted = outcome.doc, outcome.failures, outcome.interrupted
     notes += [f"failed: {f}" for f in failures]
     if not doc["benchmarks"]:
         print("replay.py: no row produced results", file=sys.stderr)

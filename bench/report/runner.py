@@ -308,9 +308,12 @@ def _mark_round(doc: dict, round_index: int) -> None:
             entry["repetition_index"] = round_index
 
 
-def run(bench: str, steps: list[Step], min_time: float, progress: Progress) -> Outcome:
+def run(bench: str, steps: list[Step], min_time: float, progress: Progress,
+        run_step=None) -> Outcome:
     """Runs every step in turn, one repetition per process; a job that failed once is not run
-    again (its failure is listed once). Ctrl-C stops the run and keeps what finished."""
+    again (its failure is listed once). Ctrl-C stops the run and keeps what finished.
+    run_step(step, out_path) -> (doc, failure) runs another program than pmrkit_bench (the
+    replay report's pmrkit-replay)."""
     docs, idle_docs, failures = [], [], []
     failed: set[Job] = set()
     interrupted = False
@@ -322,7 +325,8 @@ def run(bench: str, steps: list[Step], min_time: float, progress: Progress) -> O
                     progress.finish_one()
                     continue
                 progress.start(step.display)
-                doc, failure = run_one(bench, step.job, 1, min_time, out_path)
+                doc, failure = (run_step(step, out_path) if run_step
+                                else run_one(bench, step.job, 1, min_time, out_path))
                 progress.finish_one()
                 if doc is not None:
                     _mark_round(doc, step.round)
