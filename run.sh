@@ -2,6 +2,7 @@
 # pmrkit's one entry point for newcomers and CI.
 #
 #   ./run.sh bench [--quick] [--strategy SPEC] [--workload NAME] ...   the strategy comparison
+#   ./run.sh replay TRACE [--strategy SPEC] [--quick] [--sweep] ...     replay a recorded program
 #   ./run.sh test                                                      build and run every test
 #   ./run.sh compare OLD.json NEW.json                                 compare two benchmark runs
 #
@@ -11,6 +12,7 @@
 # concurrent tests), fuzz [SECONDS] (libFuzzer targets, bounded), consumer (install the package,
 # check its exported link interface, build tests/consumer against it with CMake and pkg-config).
 set -euo pipefail
+readonly caller_dir=$PWD  # a trace named relative to where ./run.sh was called from
 cd "$(dirname "$0")"
 
 readonly packages=(
@@ -54,6 +56,14 @@ case "$cmd" in
     build build -DPMRKIT_BUILD_TESTS=OFF
     exec /usr/bin/python3 bench/report/run.py --bench build/bench/pmrkit_bench --out out "$@"
     ;;
+  replay)
+    [ $# -ge 1 ] || { echo "usage: ./run.sh replay TRACE [--strategy SPEC]... [--quick] [--sweep] [--repetitions N]" >&2; exit 2; }
+    trace=$1; shift
+    [[ $trace = /* ]] || trace=$caller_dir/$trace
+    ensure_packages
+    build build -DPMRKIT_BUILD_TESTS=OFF
+    exec /usr/bin/python3 bench/report/replay.py "$trace" --replay build/trace/pmrkit-replay --out out/replay "$@"
+    ;;
   test)
     ensure_packages
     build build -DPMRKIT_BUILD_TESTS=ON
@@ -91,7 +101,7 @@ case "$cmd" in
     tests/consumer/build_with_pkg_config.sh "$prefix" build-consumer-pkg-config
     ;;
   *)
-    sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac

@@ -120,7 +120,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def write_reports(out_dir: str, doc: dict, result_set: results.ResultSet,
-                  notes: list[str]) -> list[analysis.Table]:
+                  notes: list[str], title: str = "pmrkit benchmarks") -> list[analysis.Table]:
     """Prints the tables and writes every file of the out directory; returns the tables."""
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, "results.json"), "w", encoding="utf-8") as f:
@@ -132,7 +132,7 @@ def write_reports(out_dir: str, doc: dict, result_set: results.ResultSet,
         f.write(text)
     summary_csv.write(os.path.join(out_dir, "summary.csv"), analyzed)
     chart_paths = charts.write_all(analyzed, os.path.join(out_dir, "charts"))
-    html_report.write(os.path.join(out_dir, "report.html"), "pmrkit benchmarks", analyzed,
+    html_report.write(os.path.join(out_dir, "report.html"), title, analyzed,
                       chart_paths, result_set.context, notes)
     return analyzed
 

@@ -335,12 +335,13 @@ def _mark_round(doc: dict, round_index: int) -> None:
 
 
 def run(bench: str, steps: list[Step], min_time: float, progress: Progress,
-        heap_counter: str = "") -> Outcome:
+        heap_counter: str = "", run_step=None) -> Outcome:
     """Runs every step in turn, one repetition per process; a job that failed once is not run
     again (its failure is listed once). Counting steps run with heap_counter preloaded for
     COUNTING_MIN_TIME at most, and their counts go into the job's timed results; a failed
     counting step is listed and leaves the job's rows without counts. Ctrl-C stops the run and
-    keeps what finished."""
+    keeps what finished. run_step(step, out_path) -> (doc, failure) runs another program than
+    pmrkit_bench (the replay report's pmrkit-replay)."""
     docs, idle_docs, failures = [], [], []
     counts: dict[str, dict[str, float]] = {}  # entry name -> allocs_per_op, bytes_per_op
     failed: set[Job] = set()
@@ -353,7 +354,9 @@ def run(bench: str, steps: list[Step], min_time: float, progress: Progress,
                     progress.finish_one()
                     continue
                 progress.start(step.display)
-                if step.counting:
+                if run_step:
+                    doc, failure = run_step(step, out_path)
+                elif step.counting:
                     doc, failure = run_one(bench, step.job, 1, min(min_time, COUNTING_MIN_TIME),
                                            out_path, heap_counter)
                 else:

@@ -1,0 +1,35 @@
+// held_pass: the peak held of a strategy that takes no upstream (malloc, new_delete, mimalloc),
+// for pmrkit-replay.
+//
+// Such a strategy's memory comes from a process allocator, so a counting upstream cannot see
+// it; the benchmark's probes (bench/held_memory.hpp) can. held_pass replays the trace once more,
+// untimed, with the strategy wrapped in a resource that samples the probe after every
+// allocation: mallinfo2 for glibc (whose holdings grow only on an allocation, so this is its
+// exact peak) or mimalloc's committed bytes. Under LD_PRELOAD (the preload rows) nothing is
+// measured: the bench's method there, the resident set, would count only pages the replay
+// newly touches, while the replaced allocator reuses those the trace's reading freed. The
+// probe starts at the first allocation, after the replayer's own bookkeeping is in place.
+//
+// Thread-safety: one held_pass at a time per process (the probes read process-wide figures).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "pmrkit/trace/replay.hpp"
+
+namespace pmrkit::trace_tools {
+
+struct held_figure {
+  std::optional<std::uint64_t> peak_held_bytes;  // empty: the method measures nothing
+  std::string method;                            // "upstream", "mallinfo2", "mimalloc_stats", "rss"
+};
+
+// How `spec`'s held memory is measured in this process (LD_PRELOAD set or not).
+std::string held_method_of(const std::string& spec);
+
+// Replays `plan` on `spec` (one that uses no upstream) with the probe sampling; returns its peak.
+held_figure held_pass(const trace::replay_plan& plan, const std::string& spec);
+
+}  // namespace pmrkit::trace_tools
