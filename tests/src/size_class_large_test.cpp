@@ -102,4 +102,22 @@ TEMPLATE_TEST_CASE("size_class: a large block the resource does not hold is coun
   CHECK(r.stats().bytes_from_upstream == 0);
   CHECK(upstream.stats().bytes_in_use == other.stats().bytes_from_upstream);
 }
+
+TEMPLATE_TEST_CASE("size_class: a null large block is counted and leaves the table exact",
+                   "[size_class][large]", pmrkit::size_class_resource,
+                   pmrkit::size_class_unsync_resource) {
+  TestType r(options());
+  void* kept = r.allocate(large, 16);
+  r.deallocate(nullptr, large, 16);
+  CHECK(r.stats().large_unknown_deallocations == 1);
+  CHECK(r.stats().large_live_blocks == 1);
+  // The table still finds the live block, and grows as blocks come (a count too low would
+  // let it fill up and loop).
+  std::vector<void*> more;
+  for (int i = 0; i < 64; ++i) more.push_back(r.allocate(large, 16));
+  for (void* p : more) r.deallocate(p, large, 16);
+  r.deallocate(kept, large, 16);
+  CHECK(r.stats().large_live_blocks == 0);
+  CHECK(r.stats().large_unknown_deallocations == 1);
+}
 #endif
