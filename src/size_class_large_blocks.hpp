@@ -40,7 +40,8 @@ class large_blocks {
   // Forgets the block at `address` and returns it; a block with a null address if there is
   // none (never given out, or forgotten already).
   block erase(void* address) noexcept {
-    if (capacity_ == 0) return {};
+    // Null marks an empty slot: looking it up would "find" one and take a block off the count.
+    if (capacity_ == 0 || address == nullptr) return {};
     std::size_t slot = home(address);
     while (slots_[slot].address != address) {
       if (slots_[slot].address == nullptr) return {};
