@@ -69,10 +69,12 @@ class recording_resource final : public std::pmr::memory_resource {
   }
   std::pmr::memory_resource* wrapped() const noexcept { return wrapped_; }
 
+ private:
+  template <class Owner, class Cache>
+  friend class detail::thread_caches;
   // Called by the per-thread cache machinery when a thread exits.
   void absorb_exiting_cache(detail::recording_buffer& buffer) noexcept;
 
- private:
   friend struct detail::recording_buffer;
   void* do_allocate(std::size_t bytes, std::size_t alignment) override;
   void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override;
