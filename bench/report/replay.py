@@ -91,25 +91,20 @@ class ReplayError(RuntimeError):
     """pmrkit-replay could not be run or refused the trace; the message says why."""
 
 
-def _env(preload_path: str = "") -> dict:
-    env = dict(os.environ)
-    env.pop("PMRKIT_STRATEGY", None)  # every row names its strategy
-    if preload_path:
-        env["LD_PRELOAD"] = preload_path
-    else:
-        env.pop("LD_PRELOAD", None)
-    return env
-
-
 def listed_strategies(replay: str, trace: str) -> list[str]:
     """The strategies pmrkit-replay would run for this trace (the thread-safe ones for a
     multi-threaded trace), in the registry's order."""
     try:
         done = subprocess.run([replay, trace, "--list-strategies"], capture_output=True,
-                              text=True, timeout=300, env=_env())
+                              text=True, timeout=300, env=runner.child_env())
     except FileNotFoundError:
         raise ReplayError(f"{replay}: no such binary; build it with "
                           "`cmake --build build --target pmrkit-replay`") from None
+    except PermissionError:
+        raise ReplayError(f"{replay}: not executable") from None
+    except subprocess.TimeoutExpired:
+        raise ReplayError(f"{replay} {trace} --list-strategies: no answer in 300 s "
+                          "(is the trace readable?)") from None
     if done.returncode != 0:
         raise ReplayError(done.stderr.strip() or f"{replay} --list-strategies failed "
                           f"(exit {done.returncode})")
@@ -157,7 +152,8 @@ def run_one(replay: str, trace: str, step: runner.Step,
         os.unlink(out_path)
     try:
         done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              text=True, timeout=3600, env=_env(job.preload_path))
+                              text=True, timeout=3600,
+                              env=runner.child_env(job.preload_path))
     except subprocess.TimeoutExpired:
         return None, f"{job.display}: no result within an hour"
     try:

@@ -84,7 +84,7 @@ class Job:
                 + (f" [heap={self.heap}]" if self.heap != WARM else ""))
 
 
-def _child_env(preload_path: str = "", heap: str = WARM) -> dict:
+def child_env(preload_path: str = "", heap: str = WARM) -> dict:
     """The environment of a benchmark process; preload_path is LD_PRELOAD's value ("" for none)."""
     env = dict(os.environ)
     env[HEAP_ENV] = heap
@@ -102,7 +102,7 @@ def _call(bench: str, args: list[str], timeout: float = 120) -> subprocess.Compl
     try:
         return subprocess.run([bench] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True, timeout=timeout,
-                              env=_child_env(heap=IDLE))  # listing needs no background set
+                              env=child_env(heap=IDLE))  # listing needs no background set
     except FileNotFoundError:
         raise BenchError(f"{bench}: no such benchmark binary; build it with "
                          "`cmake --build build --target pmrkit_bench`") from None
@@ -311,7 +311,7 @@ def run_one(bench: str, job: Job, repetitions: int, min_time: float,
     try:
         done = subprocess.run([bench] + args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                               text=True, timeout=timeout,
-                              env=_child_env(":".join(p for p in (heap_counter, job.preload_path)
+                              env=child_env(":".join(p for p in (heap_counter, job.preload_path)
                                                       if p), job.heap))
     except subprocess.TimeoutExpired:
         return None, f"{job.display}: no result within {timeout:.0f}s"

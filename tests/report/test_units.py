@@ -681,8 +681,8 @@ class HeapState(unittest.TestCase):
             "AllocPairs/new_delete [heap=idle]",
             "AllocPairs/malloc [heap=idle]", "InsertSingle/size_class/fresh [heap=idle]",
             "InsertSingle/new_delete/fresh [heap=idle]", "InsertSingle/malloc/fresh [heap=idle]"])
-        self.assertEqual(runner._child_env(heap=runner.IDLE)[runner.HEAP_ENV], "idle")
-        self.assertEqual(runner._child_env()[runner.HEAP_ENV], "warm")
+        self.assertEqual(runner.child_env(heap=runner.IDLE)[runner.HEAP_ENV], "idle")
+        self.assertEqual(runner.child_env()[runner.HEAP_ENV], "warm")
 
     def test_idle_runs_share_the_rounds_of_their_table(self):
         known = runner.strategy_names(FAKE_BENCH)

@@ -13,6 +13,8 @@
 namespace pmrkit::trace_tools {
 namespace {
 
+constexpr std::size_t page_bytes = 4096;
+
 // Forwards to the strategy, shows the probe each block (mimalloc_resident counts the segments
 // blocks live in) and samples it after each allocation.
 class sampling_resource final : public std::pmr::memory_resource {
@@ -33,6 +35,9 @@ class sampling_resource final : public std::pmr::memory_resource {
       started_ = true;
     });
     void* p = inner_.allocate(bytes, alignment);
+    // The replayer never writes to its blocks; a program does. Touch each page so that what
+    // the allocator hands out is resident, as it would be in the recorded program.
+    for (std::size_t at = 0; at < bytes; at += page_bytes) static_cast<volatile char*>(p)[at] = 0;
     const std::lock_guard lock(mutex_);  // an untimed pass: exact beats fast here
     probe_.note_block(p, bytes);
     probe_.sample();

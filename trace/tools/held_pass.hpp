@@ -5,8 +5,9 @@
 // it; the benchmark's probes (bench/held_memory.hpp) can. held_pass replays the trace once more,
 // untimed, with the strategy wrapped in a resource that samples the probe after every
 // allocation: mallinfo2 for glibc (whose holdings grow only on an allocation, so this is its
-// exact peak) or mimalloc's committed bytes. Under LD_PRELOAD (the preload rows) nothing is
-// measured: the bench's method there, the resident set, would count only pages the replay
+// exact peak), the resident pages of mimalloc's segments (each block is touched, page by page,
+// since the replayer itself never writes to its blocks), or a preloaded jemalloc's or tcmalloc's
+// own statistics. Only the `rss` fallback measures nothing: it would count only pages the replay
 // newly touches, while the replaced allocator reuses those the trace's reading freed. The
 // probe starts at the first allocation, after the replayer's own bookkeeping is in place.
 //
@@ -23,7 +24,7 @@ namespace pmrkit::trace_tools {
 
 struct held_figure {
   std::optional<std::uint64_t> peak_held_bytes;  // empty: the method measures nothing
-  std::string method;                            // "upstream", "mallinfo2", "mimalloc_stats", "rss"
+  std::string method;                            // held_method_name(): "upstream", "mallinfo2", ...
 };
 
 // How `spec`'s held memory is measured in this process (LD_PRELOAD set or not).

@@ -12,12 +12,15 @@
 // resource that does no work: the replayer's own cost. --json FILE (- for stdout) writes every
 // repetition as Google-Benchmark-shaped JSON for bench/report (replay_json.hpp).
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <fstream>
 #include <iostream>
 #include <string>
+#include <string_view>
+#include <system_error>
 #include <vector>
 
 #include "held_pass.hpp"
@@ -86,12 +89,23 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--strategy" && i + 1 < argc) specs.push_back(argv[++i]);
-    else if (arg == "--repetitions" && i + 1 < argc) repetitions = std::max(1, std::atoi(argv[++i]));
+    else if (arg == "--repetitions" && i + 1 < argc) {
+      const std::string_view text = argv[++i];
+      const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), repetitions);
+      if (error != std::errc() || end != text.data() + text.size() || repetitions < 1) {
+        std::fprintf(stderr, "pmrkit-replay: --repetitions takes a whole number from 1, not '%s'\n",
+                     argv[i]);
+        return 2;
+      }
+    }
     else if (arg == "--json" && i + 1 < argc) json_path = argv[++i];
     else if (arg == "--no-limit") with_limit = false;
     else if (arg == "--list-strategies") list_only = true;
     else if (!arg.starts_with("-") && path.empty()) path = arg;
-    else return usage();
+    else {
+      std::fprintf(stderr, "pmrkit-replay: unexpected argument '%s'\n", arg.c_str());
+      return usage();
+    }
   }
   if (path.empty()) return usage();
   try {
@@ -107,6 +121,12 @@ int main(int argc, char** argv) {
     if (with_limit && std::find(specs.begin(), specs.end(), limit_name) == specs.end())
       specs.insert(specs.begin(), limit_name);
 
+    // An unwritable JSON path fails now, not after the whole replay.
+    std::ofstream json_file;
+    if (!json_path.empty() && json_path != "-") {
+      json_file.open(json_path);
+      if (!json_file) throw std::runtime_error("cannot write " + json_path);
+    }
     // With the JSON on stdout, the table goes to stderr.
     FILE* table = json_path == "-" ? stderr : stdout;
     std::fprintf(table, "%s: %s, %llu operations on %zu threads, %llu cross-thread frees, peak live %llu bytes\n",
@@ -123,6 +143,9 @@ int main(int argc, char** argv) {
                   table);
       } catch (const std::exception& e) {
         std::fprintf(table, "%-40s failed: %s\n", spec.c_str(), e.what());
+        // Also on stderr when the table is on stdout: a caller that keeps only stderr (the
+        // replay report) must still learn why the row failed.
+        if (table != stderr) std::fprintf(stderr, "pmrkit-replay: %s: %s\n", spec.c_str(), e.what());
         ++failures;
       }
     }
@@ -130,9 +153,8 @@ int main(int argc, char** argv) {
       if (json_path == "-") {
         pmrkit::trace_tools::write_benchmark_json(std::cout, path, trace, plan, rows);
       } else {
-        std::ofstream out(json_path);
-        pmrkit::trace_tools::write_benchmark_json(out, path, trace, plan, rows);
-        if (!out.flush()) throw std::runtime_error("cannot write " + json_path);
+        pmrkit::trace_tools::write_benchmark_json(json_file, path, trace, plan, rows);
+        if (!json_file.flush()) throw std::runtime_error("cannot write " + json_path);
       }
     }
     return failures ? 1 : 0;
