@@ -181,15 +181,13 @@ class phase_timer {
 // Builds, reads and destroys one container on `r`, timing the phase `timer` asks for.
 using container_op = void (*)(std::pmr::memory_resource* r, phase_timer& timer);
 
-void unordered_map_op(std::pmr::memory_resource* r, phase_timer& timer) {
+// The read and destroy phases of both map ops: every key looked up, the map iterated (each
+// entry weighed by `weigh`, so nothing is optimised away), then every other key erased in key
+// order and the rest destroyed with the map.
+template <class Map, class Weigh>
+void read_then_destroy(std::unique_ptr<Map> map, std::pmr::memory_resource* r,
+                       phase_timer& timer, Weigh weigh) {
   const map_input& in = map_inputs();
-  timer.begin(phase::build);
-  auto map = std::make_unique<string_vector_map>(r);
-  for (std::size_t i = 0; i < map_entries; ++i) {
-    auto& ints = map->try_emplace(std::pmr::string(in.keys[i], r)).first->second;
-    for (int v = 0; v < in.ints_per_key[i]; ++v) ints.push_back(v);
-  }
-  timer.end(phase::build);
   timer.begin(phase::read);
   std::size_t sum = 0;
   std::pmr::string probe(r);
@@ -197,7 +195,7 @@ void unordered_map_op(std::pmr::memory_resource* r, phase_timer& timer) {
     probe.assign(key);
     sum += map->find(probe)->second.size();
   }
-  for (const auto& [key, ints] : *map) sum += key.size() + static_cast<std::size_t>(ints.back());
+  for (const auto& [key, value] : *map) sum += key.size() + weigh(value);
   probe = std::pmr::string(r);
   benchmark::DoNotOptimize(sum);
   timer.end(phase::read);
@@ -207,6 +205,20 @@ void unordered_map_op(std::pmr::memory_resource* r, phase_timer& timer) {
   timer.end(phase::destroy);
 }
 
+void unordered_map_op(std::pmr::memory_resource* r, phase_timer& timer) {
+  const map_input& in = map_inputs();
+  timer.begin(phase::build);
+  auto map = std::make_unique<string_vector_map>(r);
+  for (std::size_t i = 0; i < map_entries; ++i) {
+    auto& ints = map->try_emplace(std::pmr::string(in.keys[i], r)).first->second;
+    for (int v = 0; v < in.ints_per_key[i]; ++v) ints.push_back(v);
+  }
+  timer.end(phase::build);
+  read_then_destroy(std::move(map), r, timer, [](const std::pmr::vector<int>& ints) {
+    return static_cast<std::size_t>(ints.back());
+  });
+}
+
 void map_op(std::pmr::memory_resource* r, phase_timer& timer) {
   const map_input& in = map_inputs();
   timer.begin(phase::build);
@@ -214,21 +226,8 @@ void map_op(std::pmr::memory_resource* r, phase_timer& timer) {
   for (std::size_t i = 0; i < map_entries; ++i)
     map->try_emplace(std::pmr::string(in.keys[i], r), in.values[i]);
   timer.end(phase::build);
-  timer.begin(phase::read);
-  std::size_t sum = 0;
-  std::pmr::string probe(r);
-  for (const std::string& key : in.keys) {
-    probe.assign(key);
-    sum += map->find(probe)->second.size();
-  }
-  for (const auto& [key, value] : *map) sum += key.size() + value.size();
-  probe = std::pmr::string(r);
-  benchmark::DoNotOptimize(sum);
-  timer.end(phase::read);
-  timer.begin(phase::destroy);
-  for (std::size_t i = 0; i < map_entries; i += 2) map->erase(std::pmr::string(in.keys[i], r));
-  map.reset();
-  timer.end(phase::destroy);
+  read_then_destroy(std::move(map), r, timer,
+                    [](const std::pmr::string& value) { return value.size(); });
 }
 
 void document_op(std::pmr::memory_resource* r, phase_timer& timer) {

@@ -19,6 +19,7 @@
 #include <cstring>
 #include <new>
 
+#include "bootstrap_arena.hpp"
 #include "interpose_hooks.hpp"
 
 namespace counter {
@@ -105,21 +106,11 @@ struct next_allocator {
 
 // dlsym itself may allocate (calloc for its error buffer); those few early requests are served
 // from this static arena and never freed.
-alignas(64) unsigned char bootstrap_arena[64 * 1024];
-std::atomic<std::size_t> bootstrap_used{0};
+constinit pmrkit::interpose::bootstrap_arena bootstrap;
 std::atomic<bool> resolving{false};
 
-void* bootstrap_allocate(std::size_t bytes) noexcept {
-  const std::size_t rounded = (bytes + 63) & ~std::size_t{63};
-  const std::size_t at = bootstrap_used.fetch_add(rounded);
-  if (at + rounded > sizeof bootstrap_arena) return nullptr;
-  return bootstrap_arena + at;
-}
-
-bool from_bootstrap(void* p) noexcept {
-  auto* b = static_cast<unsigned char*>(p);
-  return b >= bootstrap_arena && b < bootstrap_arena + sizeof bootstrap_arena;
-}
+void* bootstrap_allocate(std::size_t bytes) noexcept { return bootstrap.allocate(bytes); }
+bool from_bootstrap(const void* p) noexcept { return bootstrap.contains(p); }
 
 template <class Fn>
 Fn resolve(const char* name) noexcept {

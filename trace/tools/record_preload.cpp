@@ -30,6 +30,7 @@
 #include <cstring>
 #include <new>
 
+#include "bootstrap_arena.hpp"
 #include "interpose_hooks.hpp"
 
 #include "trace_encoding.hpp"
@@ -59,21 +60,11 @@ struct next_allocator {
 
 // dlsym may allocate (calloc for its error buffer) before the real functions are known: those
 // few requests come from this zeroed static arena and are never given back.
-alignas(64) unsigned char bootstrap_arena[64 * 1024];
-std::atomic<std::size_t> bootstrap_used{0};
+constinit pmrkit::interpose::bootstrap_arena bootstrap;
 std::atomic<bool> resolving{false};
 
-void* bootstrap_allocate(std::size_t bytes) noexcept {
-  const std::size_t rounded = (bytes + 63) & ~std::size_t{63};
-  const std::size_t at = bootstrap_used.fetch_add(rounded);
-  if (at + rounded > sizeof bootstrap_arena) return nullptr;
-  return bootstrap_arena + at;
-}
-
-bool from_bootstrap(const void* p) noexcept {
-  const auto* b = static_cast<const unsigned char*>(p);
-  return b >= bootstrap_arena && b < bootstrap_arena + sizeof bootstrap_arena;
-}
+void* bootstrap_allocate(std::size_t bytes) noexcept { return bootstrap.allocate(bytes); }
+bool from_bootstrap(const void* p) noexcept { return bootstrap.contains(p); }
 
 template <class Fn>
 void resolve(Fn& fn, const char* name) noexcept {
