@@ -20,7 +20,7 @@ readonly packages=(
   libboost-dev libmimalloc-dev catch2 libbenchmark-dev
   libbson-dev libzstd-dev zstd libprotobuf-dev protobuf-compiler
   python3-scipy python3-matplotlib python3-numpy python3-pymongo
-  libjemalloc2 libtcmalloc-minimal4 bsdutils libclang-rt-14-dev
+  libjemalloc2 libtcmalloc-minimal4 bsdutils libclang-rt-14-dev heaptrack
 )
 
 ensure_packages() {
