@@ -10,6 +10,7 @@
 #include "pmrkit/counting_resource.hpp"
 #include "pmrkit/size_class_resource.hpp"
 #include "pmrkit/testing/failure_sweep.hpp"
+#include "sanitizers.hpp"
 
 namespace {
 
@@ -106,10 +107,16 @@ TEMPLATE_TEST_CASE("size_class: a large block the resource does not hold is coun
 TEMPLATE_TEST_CASE("size_class: a null large block is counted and leaves the table exact",
                    "[size_class][large]", pmrkit::size_class_resource,
                    pmrkit::size_class_unsync_resource) {
+  // A caller's bug: memory_resource::deallocate is declared nonnull, so UBSan (in our ASan
+  // pass) stops at the call itself; the other builds check what the resource does with it.
+  if (pmrkit::test::under_address_sanitizer) {
+    WARN("skipped under AddressSanitizer+UBSan: the deliberate null deallocate is UB there");
+    return;
+  }
   TestType r(options());
   void* kept = r.allocate(large, 16);
-  // A caller's bug (memory_resource::deallocate is declared nonnull): read through a volatile
-  // so the compiler neither rejects nor assumes it away, as with a null from a real program.
+  // Read through a volatile so the compiler neither rejects nor assumes it away, as with a
+  // null from a real program.
   void* volatile null_block = nullptr;
   r.deallocate(null_block, large, 16);
   CHECK(r.stats().large_unknown_deallocations == 1);
