@@ -1,6 +1,6 @@
 // Internal: the empty chunks of size_class_resource, shared by every class.
 //
-// A chunk whose blocks have all come back leaves its class: it is fresh again (nothing carved),
+// A chunk whose blocks have all come back leaves its class: it is fresh again (every block free),
 // so any class whose chunks have the same size can take it. Without this, each class keeps its
 // own high-water mark of chunks, and a live set whose mix of sizes drifts holds the sum of every
 // class's peak rather than the peak of their sum. Chunks are kept per size (a power of two),

@@ -63,6 +63,7 @@ size_class_engine<Policy>::size_class_engine(const size_class_options& options,
   for (unsigned index = 0; index < class_count_; ++index) {
     class_info& info = info_[index];
     info.block_size = size_classes::size_of(index);
+    info.block_reciprocal = block_reciprocal(info.block_size);
     info.chunk_bytes = std::max(
         min_chunk_bytes(info.block_size),
         std::clamp(std::bit_ceil(small_class_blocks * info.block_size), smallest_chunk_bytes,
@@ -211,12 +212,8 @@ template <class Policy>
 void size_class_engine<Policy>::flush(size_class_cache& local, unsigned index,
                                       std::uint32_t count) noexcept {
   free_list& list = local.lists[index];
-  void* const first = list.head;
-  void* last = first;
-  for (std::uint32_t i = 1; i < count; ++i) last = next_of(last);
-  list.head = next_of(last);
+  list.head = give(index, list.head, count, 0);
   list.count.subtract(count);
-  give(index, first, count, 0);
 }
 
 template <class Policy>
@@ -255,16 +252,18 @@ block_list size_class_engine<Policy>::take(unsigned index, std::uint32_t wanted,
 }
 
 template <class Policy>
-void size_class_engine<Policy>::give(unsigned index, void* blocks, std::uint32_t count,
-                                     std::uint64_t allocations) noexcept {
+void* size_class_engine<Policy>::give(unsigned index, void* blocks, std::uint32_t count,
+                                      std::uint64_t allocations) noexcept {
   class_store<Policy>& store = stores_[index];
   chunk_header* emptied = nullptr;
+  void* rest = nullptr;
   {
     const std::lock_guard lock(store.mutex);
-    store.give(info_[index], blocks, count, emptied);
+    rest = store.give(info_[index], blocks, count, emptied);
     store.allocations += allocations;
   }
   retire_chunks(emptied);
+  return rest;
 }
 
 template <class Policy>
@@ -275,6 +274,7 @@ chunk_header* size_class_engine<Policy>::obtain_chunk(unsigned index) {
   *chunk = chunk_header{};
   chunk->bytes = info.chunk_bytes;
   chunk->capacity = info.capacity;
+  reset_free_bits(chunk);
   return chunk;
 }
 

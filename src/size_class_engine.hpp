@@ -115,7 +115,8 @@ class size_class_engine {
   void deallocate_uncached(void* block, unsigned index) noexcept;
   block_list take(unsigned index, std::uint32_t wanted, std::uint32_t most,
                   std::uint64_t allocations);
-  void give(unsigned index, void* blocks, std::uint32_t count,
+  // Returns the block that followed the `count` given (store.give).
+  void* give(unsigned index, void* blocks, std::uint32_t count,
             std::uint64_t allocations) noexcept;
   // A chunk for class `index`: an empty one that any class gave up, else a new one.
   chunk_header* obtain_chunk(unsigned index);

@@ -1,11 +1,13 @@
 // Internal: the shared store of one size class — the chunks of that class and their free
-// blocks. Caches refill from it and overflow into it in batches; a block that comes back is
-// pushed onto its own chunk's free list (found by mask), so each chunk knows how many of its
-// blocks are out, and a chunk with none out leaves the class (size_class_empty_chunks.hpp).
+// blocks. Caches refill from it and overflow into it in batches; a block that comes back sets
+// its bit in its own chunk's bitmap (the chunk found by mask), so each chunk knows how many of
+// its blocks are out, and a chunk with none out leaves the class (size_class_empty_chunks.hpp).
 // Every member function runs under `mutex` (the engine takes it; unsync: a no-op).
 #pragma once
 
 #include <algorithm>
+#include <bit>
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 
@@ -16,6 +18,7 @@ namespace pmrkit::detail {
 
 struct class_info {
   std::size_t block_size = 0;
+  std::uint64_t block_reciprocal = 0;  // for block_index (size_class_chunk.hpp)
   std::size_t chunk_bytes = 0;
   std::uint32_t capacity = 0;  // blocks per chunk
   std::uint32_t batch = 0;      // blocks per refill, and the step a cache's limit grows by
@@ -47,10 +50,9 @@ struct alignas(64) class_store {
   }
 
   // Moves at least `wanted` blocks (fewer if the class's chunks run out) and at most `most`
-  // onto `out`. A chunk's whole free list is spliced on in one step when it fits under `most`,
-  // so a refill does not walk blocks that were freed in scattered order: that walk is a chain of
-  // dependent cache misses, one per block, where a splice touches one block. Blocks of a fresh
-  // chunk are carved lowest addresses first.
+  // onto `out`. A chunk gives all its free blocks when they fit under `most`, so a cache holds
+  // blocks of few chunks; each chunk's blocks go out in address order, lowest first, read from
+  // its bitmap without touching a free block until it is linked.
   void take(const class_info& info, std::uint32_t wanted, std::uint32_t most,
             block_list& out) noexcept {
     const std::uint32_t before = out.count;
@@ -58,33 +60,10 @@ struct alignas(64) class_store {
     while (out.count < wanted) {
       chunk_header* const chunk = partial.front();
       if (!chunk) break;
-      if (chunk->free_list && out.count + chunk->free_count <= most) {
-        set_next(chunk->free_tail, out.head);
-        out.head = chunk->free_list;
-        out.count += chunk->free_count;
-        chunk->free_list = chunk->free_tail = nullptr;
-        chunk->free_count = 0;
-      }
-      while (chunk->free_list && out.count < wanted) {
-        void* block = chunk->free_list;
-        chunk->free_list = next_of(block);
-        --chunk->free_count;
-        set_next(block, out.head);
-        out.head = block;
-        ++out.count;
-      }
-      const std::uint32_t carve = std::min(wanted - std::min(wanted, out.count),
-                                           chunk->capacity - chunk->carved);
-      if (carve > 0) {
-        std::byte* const base = base_of_chunk(chunk, info.chunk_bytes);
-        for (std::uint32_t i = chunk->carved + carve; i-- > chunk->carved;) {
-          void* block = base + i * info.block_size;
-          set_next(block, out.head);
-          out.head = block;
-        }
-        chunk->carved += carve;
-        out.count += carve;
-      }
+      const std::uint32_t n = out.count + chunk->free_count <= most
+                                  ? chunk->free_count
+                                  : std::min(chunk->free_count, wanted - out.count);
+      take_lowest(chunk, info, n, out);
       if (chunk->exhausted()) {
         partial.remove(chunk);
         chunk->state = chunk_state::full;
@@ -94,20 +73,26 @@ struct alignas(64) class_store {
     blocks_out += out.count - before;
   }
 
-  // Takes back `count` blocks linked from `blocks`. A chunk whose last block comes back leaves
-  // the class, fresh again, chained onto `emptied` (through next) for the caller to keep or
-  // return to upstream after unlocking.
-  void give(const class_info& info, void* blocks, std::uint32_t count,
-            chunk_header*& emptied) noexcept {
+  // Takes back the first `count` blocks linked from `blocks` and returns what followed them
+  // (so a cache that gives part of its list back walks it once). A chunk whose last block comes
+  // back leaves the class, fresh again, chained onto `emptied` (through next) for the caller
+  // to keep or return to upstream after unlocking.
+  void* give(const class_info& info, void* blocks, std::uint32_t count,
+             chunk_header*& emptied) noexcept {
     const std::uint32_t sparse = info.capacity / 4;
     for (std::uint32_t i = 0; i < count; ++i) {
       void* block = blocks;
       blocks = next_of(block);
       chunk_header* chunk = header_of_block(block, info.chunk_bytes);
+      const std::size_t offset = static_cast<std::size_t>(static_cast<std::byte*>(block) -
+                                                          base_of_chunk(chunk, info.chunk_bytes));
+      const std::uint32_t index = block_index(offset, info.block_reciprocal);
+      const std::uint64_t bit = std::uint64_t{1} << (index % 64);
+      std::uint64_t& word = free_bits(chunk)[index / 64];
+      assert(offset == index * info.block_size && "pmrkit: size_class: not a block of this class");
+      assert(!(word & bit) && "pmrkit: size_class: block freed twice");
+      word |= bit;
       const bool was_full = chunk->state == chunk_state::full;
-      if (!chunk->free_list) chunk->free_tail = block;
-      set_next(block, chunk->free_list);
-      chunk->free_list = block;
       ++chunk->free_count;
       const std::uint32_t out = chunk->blocks_out();
       if (out == 0) {
@@ -126,6 +111,7 @@ struct alignas(64) class_store {
       }
     }
     blocks_out -= count;
+    return blocks;
   }
 
   // Unlinks every chunk, chained through next, for the caller to free; resets the counters.
@@ -142,6 +128,37 @@ struct alignas(64) class_store {
     }
     chunks = blocks_out = allocations = 0;
     return all;
+  }
+
+ private:
+  // Links the chunk's `n` lowest free blocks, in address order, in front of `out`.
+  static void take_lowest(chunk_header* chunk, const class_info& info, std::uint32_t n,
+                          block_list& out) noexcept {
+    if (n == 0) return;
+    std::byte* const base = base_of_chunk(chunk, info.chunk_bytes);
+    std::uint64_t* const bits = free_bits(chunk);
+    void* first = nullptr;
+    void* last = nullptr;
+    std::uint32_t taken = 0;
+    for (std::size_t w = 0; taken < n; ++w) {
+      std::uint64_t word = bits[w];
+      while (word != 0 && taken < n) {
+        void* const block =
+            base + (w * 64 + static_cast<std::size_t>(std::countr_zero(word))) * info.block_size;
+        if (last)
+          set_next(last, block);
+        else
+          first = block;
+        last = block;
+        word &= word - 1;
+        ++taken;
+      }
+      bits[w] = word;
+    }
+    set_next(last, out.head);
+    out.head = first;
+    out.count += n;
+    chunk->free_count -= n;
   }
 };
 
