@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <random>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -319,6 +320,59 @@ TEMPLATE_TEST_CASE("size_class: with thread_cache=0 every free reaches the share
   CHECK(total(s, &size_class_stats::size_class::cached_blocks) == 0);
   CHECK(total(s, &size_class_stats::size_class::deallocations) == 300);
   CHECK(upstream.stats().bytes_in_use == 0);  // every chunk emptied and went back
+}
+
+// Issue 12: a container built after another was destroyed should land as it would in fresh
+// memory, so that reading it in the order it was built walks memory forwards.
+TEMPLATE_TEST_CASE("size_class: blocks freed in scattered order come back lowest address first",
+                   "[size_class]", size_class_resource, size_class_unsync_resource) {
+  pmrkit::counting_resource upstream;
+  TestType r(size_class_options{}, &upstream);
+  constexpr std::size_t size = 96;
+  const size_class_stats layout = r.stats();
+  const auto of_size = std::find_if(layout.classes.begin(), layout.classes.end(),
+                                    [](const auto& c) { return c.block_size == size; });
+  REQUIRE(of_size != layout.classes.end());
+  const std::size_t chunk_bytes = of_size->chunk_bytes;
+  // Four whole chunks, so every block the resource could hand out again is one freed here.
+  std::vector<void*> blocks;
+  for (std::size_t i = 0; i < 4 * of_size->blocks_per_chunk; ++i)
+    blocks.push_back(r.allocate(size, 16));
+  // One block stays live in every chunk, so no chunk empties and starts over.
+  std::vector<void*> kept;
+  std::vector<void*> freed;
+  std::vector<std::uintptr_t> chunk_seen;
+  for (void* p : blocks) {
+    const auto chunk = reinterpret_cast<std::uintptr_t>(p) & ~(chunk_bytes - 1);
+    if (std::find(chunk_seen.begin(), chunk_seen.end(), chunk) == chunk_seen.end()) {
+      chunk_seen.push_back(chunk);
+      kept.push_back(p);
+    } else {
+      freed.push_back(p);
+    }
+  }
+  REQUIRE(chunk_seen.size() == 4);
+  std::shuffle(freed.begin(), freed.end(), std::mt19937(12));
+  for (void* p : freed) r.deallocate(p, size, 16);
+  r.trim();  // the cache gives everything back to the chunks
+
+  std::vector<void*> again;
+  for (std::size_t i = 0; i < freed.size(); ++i) again.push_back(r.allocate(size, 16));
+  std::size_t forwards = 0;
+  for (std::size_t i = 1; i < again.size(); ++i) {
+    const auto a = reinterpret_cast<std::uintptr_t>(again[i - 1]);
+    const auto b = reinterpret_cast<std::uintptr_t>(again[i]);
+    if ((a & ~(chunk_bytes - 1)) != (b & ~(chunk_bytes - 1))) continue;  // the next chunk
+    CHECK(b == a + size);  // the next block up: every freed block of the chunk is reused in order
+    ++forwards;
+  }
+  CHECK(forwards + chunk_seen.size() >= again.size());
+  std::vector<void*> sorted_again = again, sorted_freed = freed;
+  std::sort(sorted_again.begin(), sorted_again.end());
+  std::sort(sorted_freed.begin(), sorted_freed.end());
+  CHECK(sorted_again == sorted_freed);  // the same blocks, no new chunk
+  for (void* p : again) r.deallocate(p, size, 16);
+  for (void* p : kept) r.deallocate(p, size, 16);
 }
 
 TEMPLATE_TEST_CASE("size_class: an upstream that throws leaves the resource intact",
