@@ -5,11 +5,18 @@
 // "live" is what the workload asked for (requested bytes, so class rounding counts as overhead).
 //
 //   build/bench/pmrkit_size_class_footprint [SPEC] [--seed=N]      (SPEC defaults to size_class)
+//   build/bench/pmrkit_size_class_footprint [SPEC] --threads=1,8,32,64
+//
+// --threads is issue 15's pool of worker threads: N threads share one resource, each churns 200
+// live blocks of 8..4096 bytes (20,000 replacements), frees everything and parks on a barrier.
+// It prints, per N, what the resource holds from upstream with nothing live while the threads
+// are parked, after trim() on the main thread, and after the threads exit.
 //
 // For size_class and size_class_unsync it also splits held memory into: class rounding of the
 // live blocks, blocks in thread caches, free blocks in the shared stores (of partly used chunks),
 // empty chunks, and each chunk's tail (its header and the slack behind its last block).
 #include <algorithm>
+#include <barrier>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +24,7 @@
 #include <memory_resource>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "pmrkit/counting_resource.hpp"
@@ -79,16 +87,76 @@ void report(const char* phase, const std::pmr::memory_resource& strategy,
     print_breakdown<pmrkit::size_class_unsync_resource>(strategy, live_bytes);
 }
 
+void trim_if_size_class(std::pmr::memory_resource& strategy) {
+  if (auto* pool = dynamic_cast<pmrkit::size_class_resource*>(&strategy)) pool->trim();
+  if (auto* pool = dynamic_cast<pmrkit::size_class_unsync_resource*>(&strategy)) pool->trim();
+}
+
+// One row of the many-threads table: held with nothing live (threads parked), after trim(),
+// after the threads exit.
+void run_parked_threads(const std::string& spec, unsigned threads, unsigned seed) {
+  constexpr std::size_t live_per_thread = 200;
+  constexpr std::size_t replacements = 20'000;
+  pmrkit::counting_resource upstream(std::pmr::new_delete_resource());
+  auto strategy = pmrkit::make_resource(spec, &upstream);
+  std::barrier parked(threads + 1);
+  std::barrier resume(threads + 1);
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      std::mt19937_64 random(seed * 1000 + t);
+      std::uniform_int_distribution<std::size_t> size_of(smallest, largest);
+      std::uniform_int_distribution<std::size_t> pick(0, live_per_thread - 1);
+      std::vector<block> blocks(live_per_thread);
+      const auto allocate = [&](block& b) {
+        b.bytes = size_of(random);
+        b.address = strategy->allocate(b.bytes);
+      };
+      for (block& b : blocks) allocate(b);
+      for (std::size_t step = 0; step < replacements; ++step) {
+        block& b = blocks[pick(random)];
+        strategy->deallocate(b.address, b.bytes);
+        allocate(b);
+      }
+      for (block& b : blocks) strategy->deallocate(b.address, b.bytes);
+      parked.arrive_and_wait();
+      resume.arrive_and_wait();
+    });
+  }
+  parked.arrive_and_wait();
+  const std::uint64_t held_parked = upstream.stats().bytes_in_use;
+  trim_if_size_class(*strategy);
+  const std::uint64_t held_trimmed = upstream.stats().bytes_in_use;
+  resume.arrive_and_wait();
+  for (std::thread& thread : pool) thread.join();
+  const std::uint64_t held_exited = upstream.stats().bytes_in_use;
+  std::printf("| %u | %.1f MiB | %.1f MiB | %.1f MiB |\n", threads, mib(held_parked),
+              mib(held_trimmed), mib(held_exited));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string spec = "size_class";
   unsigned seed = 1;
+  std::vector<unsigned> thread_counts;
   for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--seed=", 7) == 0)
+    if (std::strncmp(argv[i], "--threads=", 10) == 0) {
+      for (char* p = argv[i] + 10; *p;) {
+        thread_counts.push_back(static_cast<unsigned>(std::strtoul(p, &p, 10)));
+        if (*p == ',') ++p;
+      }
+    } else if (std::strncmp(argv[i], "--seed=", 7) == 0)
       seed = static_cast<unsigned>(std::strtoul(argv[i] + 7, nullptr, 10));
     else
       spec = argv[i];
+  }
+  if (!thread_counts.empty()) {
+    std::printf("%s, seed %u: held from upstream, nothing live\n\n", spec.c_str(), seed);
+    std::printf("| threads | threads parked | parked, after trim() | after the threads exit |\n"
+                "|---|---|---|---|\n");
+    for (const unsigned threads : thread_counts) run_parked_threads(spec, threads, seed);
+    return 0;
   }
   pmrkit::counting_resource upstream(std::pmr::new_delete_resource());
   auto strategy = pmrkit::make_resource(spec, &upstream);
@@ -123,8 +191,7 @@ int main(int argc, char** argv) {
   std::shuffle(blocks.begin(), blocks.end(), random);
   for (std::size_t i = 0; i < live_blocks * 9 / 10; ++i) free(blocks[i]);
   report("90% freed", *strategy, upstream, live, peak_live);
-  if (auto* pool = dynamic_cast<pmrkit::size_class_resource*>(strategy.get())) pool->trim();
-  if (auto* pool = dynamic_cast<pmrkit::size_class_unsync_resource*>(strategy.get())) pool->trim();
+  trim_if_size_class(*strategy);
   report("90% freed, then trim()", *strategy, upstream, live, peak_live);
 
   for (std::size_t i = live_blocks * 9 / 10; i < live_blocks; ++i) free(blocks[i]);
