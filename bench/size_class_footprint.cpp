@@ -125,13 +125,21 @@ void run_parked_threads(const std::string& spec, unsigned threads, unsigned seed
   }
   parked.arrive_and_wait();
   const std::uint64_t held_parked = upstream.stats().bytes_in_use;
+  std::uint64_t cached = 0, cache_limits = 0, empty = 0;
+  if (auto* size_class = dynamic_cast<pmrkit::size_class_resource*>(strategy.get())) {
+    const pmrkit::size_class_stats s = size_class->stats();
+    cached = s.cached_bytes;
+    cache_limits = s.cache_limit_bytes;
+    empty = s.empty_chunk_bytes;
+  }
   trim_if_size_class(*strategy);
   const std::uint64_t held_trimmed = upstream.stats().bytes_in_use;
   resume.arrive_and_wait();
   for (std::thread& thread : pool) thread.join();
   const std::uint64_t held_exited = upstream.stats().bytes_in_use;
-  std::printf("| %u | %.1f MiB | %.1f MiB | %.1f MiB |\n", threads, mib(held_parked),
-              mib(held_trimmed), mib(held_exited));
+  std::printf("| %u | %.1f MiB | %.1f (%.1f) MiB | %.1f MiB | %.1f MiB | %.1f MiB |\n", threads,
+              mib(held_parked), mib(cached), mib(cache_limits), mib(empty), mib(held_trimmed),
+              mib(held_exited));
 }
 
 }  // namespace
@@ -153,8 +161,9 @@ int main(int argc, char** argv) {
   }
   if (!thread_counts.empty()) {
     std::printf("%s, seed %u: held from upstream, nothing live\n\n", spec.c_str(), seed);
-    std::printf("| threads | threads parked | parked, after trim() | after the threads exit |\n"
-                "|---|---|---|---|\n");
+    std::printf("| threads | threads parked | of it cached (caches' limits) | of it empty chunks "
+                "| parked, after trim() | after the threads exit |\n"
+                "|---|---|---|---|---|---|\n");
     for (const unsigned threads : thread_counts) run_parked_threads(spec, threads, seed);
     return 0;
   }

@@ -8,6 +8,7 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace pmrkit::detail {
 namespace {
@@ -37,6 +38,15 @@ constexpr std::size_t refill_bytes = 32 * 1024;
 constexpr std::size_t max_batch = 64;
 // No class may hold more than half of a thread's budget, nor more than this many blocks.
 constexpr std::size_t max_cached_blocks = 512;
+// Every cache may grow to this (or thread_cache, if smaller) whatever its share of
+// max_cached_total, so a thread among many still caches a refill or two of its classes.
+constexpr std::size_t guaranteed_cache_bytes = 16 * 1024;
+// A thread refused growth for want of its share of max_cached_total sweeps for idle caches,
+// at most once per this many of its own slow paths (a sweep that takes caches costs a
+// process-wide barrier); a cache whose thread took no slow path between two sweeps is idle
+// and taken back. A slow path moves up to 32 KiB, so sweeps are tens of MiB of the sweeping
+// thread's traffic apart.
+constexpr std::uint64_t sweep_interval = 2048;
 
 void require(bool ok, const std::string& message) {
   if (!ok) throw std::invalid_argument("pmrkit: size_class: " + message);
@@ -81,6 +91,7 @@ size_class_engine<Policy>::size_class_engine(const size_class_options& options,
         static_cast<std::uint8_t>(index < class_count_ ? index : size_classes::none);
   }
   if constexpr (!per_thread_caches) own_cache_ = size_class_cache(options.thread_cache);
+  cache_share_.set(options.max_cached_total);
 }
 
 template <class Policy>
@@ -105,15 +116,29 @@ template <class Policy>
 void* size_class_engine<Policy>::allocate_slow(std::size_t bytes, std::size_t alignment) {
   const unsigned index = class_for(bytes, alignment);
   if (index == size_classes::none) return allocate_large(bytes, alignment);
-  size_class_cache* const local = local_cache();
-  if (local == nullptr) return allocate_uncached(index);
-  free_list& list = local->lists[index];
-  void* const block = list.head;
-  if (block == nullptr) return refill(*local, index);
-  list.head = next_of(block);
-  list.count.subtract(1);
-  list.allocations.add(1);
-  return block;
+  if constexpr (per_thread_caches) {
+    size_class_cache* const local = local_cache();
+    if (local == nullptr) return allocate_uncached(index);
+    void* block = nullptr;
+    bool sweep = false;
+    {
+      // local_cache() made this cache the thread's last used; a use is bracketed, and a cache
+      // reclaimed between the lookup and the bracket is left alone.
+      cache_link& link = *this_thread_caches.last;
+      begin_use(link);
+      struct ending {
+        cache_link& link;
+        ~ending() { end_use(link); }
+      } const in_use{link};
+      if (link.owner.load(std::memory_order_relaxed) != this) return allocate_uncached(index);
+      block = allocate_from(*local, index);
+      sweep = std::exchange(local->sweep_due, false);  // read while the cache is still ours
+    }
+    if (sweep) reclaim_idle_caches();
+    return block;
+  } else {
+    return allocate_from(own_cache_, index);
+  }
 }
 
 template <class Policy>
@@ -121,12 +146,31 @@ void size_class_engine<Policy>::deallocate_slow(void* block, std::size_t bytes,
                                                 std::size_t alignment) noexcept {
   const unsigned index = class_for(bytes, alignment);
   if (index == size_classes::none) return deallocate_large(block, bytes, alignment);
-  size_class_cache* const local = local_cache();
-  if (local == nullptr) return deallocate_uncached(block, index);
-  free_list& list = local->lists[index];
-  set_next(block, list.head);
-  list.head = block;
-  if (list.count.add(1) > list.limit) overflow(*local, index);
+  if constexpr (per_thread_caches) {
+    size_class_cache* const local = local_cache();
+    if (local == nullptr) return deallocate_uncached(block, index);
+    cache_link& link = *this_thread_caches.last;
+    begin_use(link);
+    if (link.owner.load(std::memory_order_relaxed) == this)
+      deallocate_into(*local, block, index);
+    else
+      deallocate_uncached(block, index);
+    end_use(link);
+  } else {
+    deallocate_into(own_cache_, block, index);
+  }
+}
+
+template <class Policy>
+void* size_class_engine<Policy>::allocate_from(size_class_cache& local, unsigned index) {
+  if (void* const block = pop(local.lists[index])) return block;
+  return refill(local, index);
+}
+
+template <class Policy>
+void size_class_engine<Policy>::deallocate_into(size_class_cache& local, void* block,
+                                                unsigned index) noexcept {
+  if (!push(local.lists[index], block)) overflow(local, index);
 }
 
 // ---------------------------------------------------------------- thread caches (sync)
@@ -134,9 +178,12 @@ void size_class_engine<Policy>::deallocate_slow(void* block, std::size_t bytes,
 template <class Policy>
 auto size_class_engine<Policy>::local_cache() noexcept -> size_class_cache* {
   if constexpr (per_thread_caches) {
+    if (size_class_cache* const found = thread_caches_.find(this)) return found;
     // No cache (out of memory, or the thread is past its exit hook): the caller takes the
     // uncached path, which locks the class store for each block.
-    return thread_caches_.find_or_make(this, options_.thread_cache);
+    size_class_cache* const made = thread_caches_.find_or_make(this, options_.thread_cache);
+    if (made) count_caches(+1);
+    return made;
   } else {
     return &own_cache_;
   }
@@ -153,7 +200,13 @@ void size_class_engine<Policy>::absorb_exiting_cache(size_class_cache& local) no
     list.head = nullptr;
     list.count.set(0);
     list.allocations.set(0);
+    list.limit = 0;
   }
+  if constexpr (per_thread_caches) {
+    cache_limit_bytes_.subtract(local.limit_bytes);
+    count_caches(-1);
+  }
+  local.limit_bytes = 0;
 }
 
 // ---------------------------------------------------------------- cache misses
@@ -161,6 +214,7 @@ void size_class_engine<Policy>::absorb_exiting_cache(size_class_cache& local) no
 template <class Policy>
 void* size_class_engine<Policy>::refill(size_class_cache& local, unsigned index) {
   free_list& list = local.lists[index];
+  local.slow_paths.add(1);
   // A miss means the list was too short for how this thread uses the class: lengthen it.
   grow_limit(local, index);
   // The list is empty: it may take up to its limit, and whole chunk free lists are spliced.
@@ -180,32 +234,91 @@ void size_class_engine<Policy>::grow_limit(size_class_cache& local, unsigned ind
   if (list.limit >= info.max_limit) return;
   const std::uint32_t step = std::min(info.batch, info.max_limit - list.limit);
   const std::size_t wanted = step * info.block_size;
-  // Out of budget: take limit back from other classes, round robin, flushing what they hold
-  // beyond their new limit. A class this thread has stopped using gives up its blocks here.
-  for (unsigned tries = 0; tries < class_count_ && local.limit_bytes + wanted > local.budget;
-       ++tries) {
+  const std::size_t budget = cache_budget(local);
+  // Out of budget: take limit back from other classes. A class this thread has stopped using
+  // gives up its blocks here, and a cache over its share of max_cached_total shrinks to it.
+  if (local.limit_bytes + wanted > budget)
+    shrink_to(local, budget > wanted ? budget - wanted : 0, index);
+  if (local.limit_bytes + wanted <= budget) {
+    list.limit += step;
+    local.limit_bytes += wanted;
+    if constexpr (per_thread_caches) cache_limit_bytes_.add(wanted);
+  } else if (budget < local.budget &&
+             local.slow_paths.get() - local.slow_paths_at_own_sweep >= sweep_interval) {
+    // Refused for want of the resource's budget, not this thread's own: idle threads may be
+    // sitting on it. Asked for here, done once this use of the cache ends.
+    local.slow_paths_at_own_sweep = local.slow_paths.get();
+    local.sweep_due = true;
+  }
+}
+
+template <class Policy>
+void size_class_engine<Policy>::shrink_to(size_class_cache& local, std::size_t budget,
+                                          unsigned keep) noexcept {
+  const std::size_t before = local.limit_bytes;
+  for (unsigned tries = 0; tries < class_count_ && local.limit_bytes > budget; ++tries) {
     const unsigned victim = local.steal_cursor;
     local.steal_cursor = victim + 1 < class_count_ ? victim + 1 : 0;
     free_list& other = local.lists[victim];
-    if (victim == index || other.limit == 0) continue;
+    if (victim == keep || other.limit == 0) continue;
     const std::uint32_t cut = std::min(other.limit, info_[victim].batch);
     other.limit -= cut;
     local.limit_bytes -= cut * info_[victim].block_size;
     const auto held = static_cast<std::uint32_t>(other.count.get());
     if (held > other.limit) flush(local, victim, held - other.limit);
   }
-  if (local.limit_bytes + wanted > local.budget) return;
-  list.limit += step;
-  local.limit_bytes += wanted;
+  if constexpr (per_thread_caches) cache_limit_bytes_.subtract(before - local.limit_bytes);
+}
+
+template <class Policy>
+std::size_t size_class_engine<Policy>::cache_budget(const size_class_cache& local) const noexcept {
+  if constexpr (!per_thread_caches) {
+    return local.budget;
+  } else {
+    // A share is a target that caches move towards at their slow paths, not an invariant: it
+    // changes as threads come and go.
+    return std::min(local.budget,
+                    std::max(static_cast<std::size_t>(cache_share_.get()), guaranteed_cache_bytes));
+  }
+}
+
+template <class Policy>
+void size_class_engine<Policy>::count_caches(int change) noexcept {
+  if (change > 0)
+    caches_.add(1);
+  else
+    caches_.subtract(1);
+  // Racing arrivals may compute the share from each other's counts; the next one settles it.
+  cache_share_.set(options_.max_cached_total / std::max<std::uint64_t>(caches_.get(), 1));
+}
+
+template <class Policy>
+void size_class_engine<Policy>::reclaim_idle_caches() noexcept {
+  if constexpr (per_thread_caches) {
+    const size_class_cache* const mine = thread_caches_.find(this);
+    // Runs under the registry's lock, one sweep at a time, so the sweep marks are ours to write.
+    thread_caches_.reclaim(
+        [&](size_class_cache& cache) {
+          const std::uint64_t now = cache.slow_paths.get();
+          const bool idle = now == cache.slow_paths_at_last_sweep;
+          cache.slow_paths_at_last_sweep = now;
+          return idle && &cache != mine;
+        },
+        [&](size_class_cache& cache) { absorb_exiting_cache(cache); });
+  }
 }
 
 template <class Policy>
 void size_class_engine<Policy>::overflow(size_class_cache& local, unsigned index) noexcept {
   // Frees outpace allocations on this thread (it consumes what others produce, or a burst
-  // ends): give back half the limit's worth in one batch.
+  // ends): give back half the limit's worth in one batch. A cache over its share of
+  // max_cached_total (more threads came) shrinks to it first.
+  local.slow_paths.add(1);
+  const std::size_t budget = cache_budget(local);
+  if (local.limit_bytes > budget) shrink_to(local, budget, class_count_);
   free_list& list = local.lists[index];
   const auto count = static_cast<std::uint32_t>(list.count.get());
-  flush(local, index, count - list.limit / 2);
+  if (count > list.limit) flush(local, index, count - list.limit / 2);
 }
 
 template <class Policy>
@@ -358,6 +471,9 @@ void size_class_engine<Policy>::release() noexcept {
   if constexpr (per_thread_caches) {
     // The caches' blocks lie in chunks freed below: nothing to take back from them.
     thread_caches_.detach_all();
+    caches_.set(0);
+    cache_share_.set(options_.max_cached_total);
+    cache_limit_bytes_.set(0);
   } else {
     own_cache_ = size_class_cache(options_.thread_cache);
   }
@@ -382,17 +498,23 @@ void size_class_engine<Policy>::release() noexcept {
 
 template <class Policy>
 void size_class_engine<Policy>::trim() noexcept {
-  size_class_cache* local = nullptr;
   if constexpr (per_thread_caches) {
-    local = thread_cache_set::find(this);  // no cache made just to be emptied
-  } else {
-    local = &own_cache_;
-  }
-  if (local) {
-    for (unsigned index = 0; index < class_count_; ++index) {
-      const auto held = static_cast<std::uint32_t>(local->lists[index].count.get());
-      if (held > 0) flush(*local, index, held);
+    // Every thread's cache, parked threads' included, taken while they may be running
+    // (thread_cache_directory.hpp); each thread makes a new one at its next call.
+    const bool reclaimed = thread_caches_.reclaim(
+        [](const size_class_cache&) { return true; },
+        [&](size_class_cache& cache) { absorb_exiting_cache(cache); }) > 0;
+    if (!reclaimed && !can_fence_every_thread()) {
+      // No process-wide barrier on this system: only the calling thread's own cache.
+      if (size_class_cache* const local = thread_caches_.find(this)) {
+        for (unsigned index = 0; index < class_count_; ++index) {
+          const auto held = static_cast<std::uint32_t>(local->lists[index].count.get());
+          if (held > 0) flush(*local, index, held);
+        }
+      }
     }
+  } else {
+    absorb_exiting_cache(own_cache_);
   }
   free_chunks(empty_chunks_.take_all());
 }
@@ -407,11 +529,15 @@ size_class_stats size_class_engine<Policy>::stats() const {
     out.classes[index].blocks_per_chunk = info_[index].capacity;
   }
   const auto add_cache = [&](const size_class_cache& local) {
+    std::uint64_t bytes = 0;
     for (unsigned index = 0; index < class_count_; ++index) {
       const free_list& list = local.lists[index];
       out.classes[index].allocations += list.allocations.get();
       out.classes[index].cached_blocks += list.count.get();
+      bytes += list.count.get() * info_[index].block_size;
     }
+    out.thread_cached_bytes.push_back(bytes);
+    out.cached_bytes += bytes;
   };
   const auto add_stores = [&] {
     for (unsigned index = 0; index < class_count_; ++index) {
@@ -449,6 +575,11 @@ size_class_stats size_class_engine<Policy>::stats() const {
   // The peak is raised just after the bytes grow; a snapshot in between must not show less.
   out.peak_bytes_from_upstream = std::max(peak_bytes_from_upstream_.get(), out.bytes_from_upstream);
   out.empty_chunk_bytes = empty_chunks_.bytes();
+  if constexpr (per_thread_caches) {
+    out.cache_limit_bytes = cache_limit_bytes_.get();
+  } else {
+    out.cache_limit_bytes = own_cache_.limit_bytes;
+  }
   return out;
 }
 

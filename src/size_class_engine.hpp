@@ -41,18 +41,26 @@ class size_class_engine {
 
   // The fast paths handle a request with a table-sized class and a cache hit; everything else
   // is a tail call into the slow paths, which recompute what they need. That keeps these
-  // functions free of stack frames and saved registers.
+  // functions free of stack frames and saved registers. Under sync_policy each use of the
+  // thread's cache is bracketed (two plain stores of a thread-local flag), so that trim() can
+  // take the caches of threads that are parked (thread_cache_directory.hpp).
   void* allocate(std::size_t bytes, std::size_t alignment) {
     const std::size_t size = bytes > alignment ? bytes : alignment;
     if (size <= small_limit_ && alignment <= 16) [[likely]] {
-      if (size_class_cache* const local = cache_if_attached()) [[likely]] {
-        free_list& list = local->lists[small_classes_[(size + 7) >> 3]];
-        if (void* const block = list.head) [[likely]] {
-          list.head = next_of(block);
-          list.count.subtract(1);
-          list.allocations.add(1);
-          return block;
+      const unsigned index = small_classes_[(size + 7) >> 3];
+      if constexpr (per_thread_caches) {
+        if (cache_link* const link = this_thread_caches.last) [[likely]] {
+          begin_fast_use();
+          void* block = nullptr;
+          if (link->owner.load(std::memory_order_relaxed) == this) [[likely]]
+            block = pop(thread_cache_set::cache_of(link).lists[index]);
+          end_fast_use();
+          if (block) [[likely]]
+            return block;
         }
+      } else {
+        if (void* const block = pop(own_cache_.lists[index])) [[likely]]
+          return block;
       }
     }
     return allocate_slow(bytes, alignment);
@@ -61,14 +69,31 @@ class size_class_engine {
   void deallocate(void* block, std::size_t bytes, std::size_t alignment) noexcept {
     const std::size_t size = bytes > alignment ? bytes : alignment;
     if (size <= small_limit_ && alignment <= 16) [[likely]] {
-      if (size_class_cache* const local = cache_if_attached()) [[likely]] {
-        const unsigned index = small_classes_[(size + 7) >> 3];
-        free_list& list = local->lists[index];
-        set_next(block, list.head);
-        list.head = block;
-        if (list.count.add(1) <= list.limit) [[likely]]
-          return;
-        return overflow(*local, index);
+      const unsigned index = small_classes_[(size + 7) >> 3];
+      if constexpr (per_thread_caches) {
+        if (cache_link* const link = this_thread_caches.last) [[likely]] {
+          begin_fast_use();
+          if (link->owner.load(std::memory_order_relaxed) == this) [[likely]] {
+            size_class_cache& local = thread_cache_set::cache_of(link);
+            const bool within_limit = push(local.lists[index], block);
+            if (within_limit) [[likely]] {
+              end_fast_use();
+              return;
+            }
+            // Giving blocks back calls upstream, whose own fast paths use the thread's flag:
+            // hand the bracket over to the link's before the flag clears.
+            begin_use(*link);
+            end_fast_use();
+            overflow(local, index);
+            end_use(*link);
+            return;
+          }
+          end_fast_use();
+        }
+      } else {
+        if (!push(own_cache_.lists[index], block)) [[unlikely]]
+          overflow(own_cache_, index);
+        return;
       }
     }
     return deallocate_slow(block, bytes, alignment);
@@ -89,12 +114,20 @@ class size_class_engine {
   using thread_cache_set = thread_caches<size_class_engine, size_class_cache>;
   friend thread_cache_set;
 
-  size_class_cache* cache_if_attached() noexcept {
-    if constexpr (per_thread_caches) {
-      return thread_cache_set::last_used(this);
-    } else {
-      return &own_cache_;
+  static void* pop(free_list& list) noexcept {
+    void* const block = list.head;
+    if (block) [[likely]] {
+      list.head = next_of(block);
+      list.count.subtract(1);
+      list.allocations.add(1);
     }
+    return block;
+  }
+  // False when the list has grown past its limit: the caller gives some back (overflow).
+  static bool push(free_list& list, void* block) noexcept {
+    set_next(block, list.head);
+    list.head = block;
+    return list.count.add(1) <= list.limit;
   }
 
   unsigned class_for(std::size_t bytes, std::size_t alignment) const noexcept;
@@ -105,11 +138,27 @@ class size_class_engine {
   // Slow paths (size_class_engine.cpp).
   void* allocate_slow(std::size_t bytes, std::size_t alignment);
   void deallocate_slow(void* block, std::size_t bytes, std::size_t alignment) noexcept;
+  void* allocate_from(size_class_cache& local, unsigned index);
+  void deallocate_into(size_class_cache& local, void* block, unsigned index) noexcept;
   void* refill(size_class_cache& local, unsigned index);
   void overflow(size_class_cache& local, unsigned index) noexcept;
   void grow_limit(size_class_cache& local, unsigned index) noexcept;
+  // Lowers other classes' limits, round robin, until the cache's limits fit in `budget`,
+  // flushing what they hold beyond their new limits. `keep` is left alone.
+  void shrink_to(size_class_cache& local, std::size_t budget, unsigned keep) noexcept;
+  // What this cache's limits may add up to now: thread_cache, or its share of
+  // max_cached_total among the resource's caches if smaller, but never less than
+  // guaranteed_cache_bytes (size_class_engine.cpp).
+  std::size_t cache_budget(const size_class_cache& local) const noexcept;
+  // Counts a caches' arrival (+1) or departure (-1), and recomputes their share.
+  void count_caches(int change) noexcept;
+  // Takes back the caches of threads that have been idle (see idle_slow_paths), so that
+  // their share of max_cached_total goes to the threads that are not. Runs outside any use of
+  // the caller's own cache: it waits for the uses of others.
+  void reclaim_idle_caches() noexcept;
   void flush(size_class_cache& local, unsigned index, std::uint32_t count) noexcept;
-  // A thread exits (called by thread_cache_set): every block goes back to the stores.
+  // A thread exits (called by thread_cache_set), or its cache is reclaimed: every block goes
+  // back to the stores, and the cache's limits stop counting against max_cached_total.
   void absorb_exiting_cache(size_class_cache& local) noexcept;
   void* allocate_uncached(unsigned index);
   void deallocate_uncached(void* block, unsigned index) noexcept;
@@ -154,6 +203,10 @@ class size_class_engine {
 
   alignas(64) shared_counter bytes_from_upstream_;
   shared_counter peak_bytes_from_upstream_;
+  // Updated on slow paths only, never by the fast paths.
+  alignas(64) shared_counter caches_;  // caches attached to threads
+  shared_counter cache_share_;         // max_cached_total / caches_, kept as caches come and go
+  shared_counter cache_limit_bytes_;   // the caches' limit_bytes added up
 };
 
 }  // namespace pmrkit::detail

@@ -1,5 +1,9 @@
 #include "thread_cache_directory.hpp"
 
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 namespace pmrkit::detail {
 
 [[gnu::tls_model("initial-exec")]] thread_local constinit thread_directory this_thread_caches{};
@@ -20,6 +24,7 @@ void run_exit_hook() noexcept {
         link->absorb_into_owner(*link);
         link->owner.store(nullptr, std::memory_order_release);
       }
+      link->thread_in_fast_use = nullptr;  // this thread's storage is about to go
     }
     drop_reference(link);
     link = next;
@@ -38,6 +43,19 @@ struct exit_hook {
 thread_local exit_hook this_thread_exit_hook;
 
 }  // namespace
+
+bool can_fence_every_thread() noexcept {
+  // Registration is per process and once is enough; a kernel older than 4.14 or a seccomp
+  // filter refuses it, and reclaim() then leaves other threads' caches alone.
+  static const bool registered =
+      syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+  return registered;
+}
+
+bool fence_every_thread() noexcept {
+  return can_fence_every_thread() &&
+         syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0;
+}
 
 void drop_reference(cache_link* link) noexcept {
   if (link->references.fetch_sub(1, std::memory_order_acq_rel) == 1) delete link;
@@ -66,6 +84,7 @@ bool adopt_thread_cache(cache_link* link) noexcept {
   thread_directory& directory = this_thread_caches;
   if (directory.exited) return false;
   this_thread_exit_hook.armed = true;
+  link->thread_in_fast_use = &directory.in_fast_use;
   link->next_in_thread = directory.list;
   directory.list = link;
   directory.last = link;

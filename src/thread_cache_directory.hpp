@@ -13,11 +13,25 @@
 // The thread's fast path compares `owner` with the object it is called for, so a detached
 // cache is never used again, even by a new owner that reuses the old one's address.
 // Lock order: registry mutex, then detach_mutex, then whatever the owner locks inside.
+//
+// An owner may also take a cache away from a thread that is alive and may be using it at that
+// very moment (reclaim(), for size_class's trim() and its idle caches). That works only for
+// owners whose thread brackets every use of its cache: a short use that calls nothing (a fast
+// path) between begin_fast_use()/end_fast_use(), which set a flag of the thread's own, and
+// any other use between begin_use(link)/end_use(link), which set a flag of the link. Plain
+// stores, no lock and no read-modify-write. The reclaimer clears `owner`, makes every thread
+// of the process execute a full memory barrier (Linux membarrier), and waits for both flags to
+// be clear: a use that began before the barrier is seen and waited for; one that begins after
+// it sees `owner` cleared and leaves the cache alone. The thread's flag sits in its
+// thread-local directory, so setting it is a store to a fixed thread-pointer offset; a fast
+// use calls nothing, so the flag never nests.
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <mutex>
 #include <new>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -27,6 +41,11 @@ struct cache_link {
   virtual ~cache_link() = default;
 
   std::atomic<const void*> owner{nullptr};
+  // Set by the thread during a use of the cache other than a fast one (begin_use/end_use).
+  std::atomic<std::uint32_t> in_use{0};
+  // The thread's fast-use flag (thread_directory::in_fast_use); null once the thread exits.
+  // Read by reclaim() under detach_mutex, which the thread's exit takes before it goes.
+  const std::atomic<std::uint32_t>* thread_in_fast_use = nullptr;
   std::atomic<int> references{2};  // the thread's directory and the owner's registry
   std::mutex detach_mutex;
   // Called at thread exit, under detach_mutex, while owner is set: the owner takes the cache's
@@ -34,9 +53,16 @@ struct cache_link {
   void (*absorb_into_owner)(cache_link&) noexcept = nullptr;
   cache_link* next_in_thread = nullptr;    // owned by the thread
   cache_link* next_in_registry = nullptr;  // guarded by the registry's mutex
+  cache_link* next_reclaimed = nullptr;    // owned by the reclaim() that took the link
 };
 
 void drop_reference(cache_link* link) noexcept;
+
+// Whether this process can make every thread execute a full memory barrier (Linux membarrier,
+// private expedited, registered on first call); reclaim() does nothing without it.
+bool can_fence_every_thread() noexcept;
+// The barrier; false if the kernel refused it.
+bool fence_every_thread() noexcept;
 
 // Per thread. Constant-initialized and trivially destructible, so the fast path reads it with
 // a plain thread-pointer-relative load; the exit hook lives elsewhere and is armed lazily.
@@ -44,10 +70,28 @@ struct thread_directory {
   cache_link* last = nullptr;  // the cache used most recently
   cache_link* list = nullptr;  // every cache this thread holds
   bool exited = false;         // exit hook has run: no new caches on this thread
+  std::atomic<std::uint32_t> in_fast_use{0};  // see begin_fast_use
 };
 
 [[gnu::tls_model("initial-exec")]] extern thread_local constinit thread_directory
     this_thread_caches;
+
+// The thread's side of reclaim() (see the top of this file). A use checks `owner` only after
+// it began. The signal fences keep the compiler from moving the cache's accesses out of the
+// bracket; the processor's reordering of the flag's store after the load of `owner` is what
+// the reclaimer's process-wide barrier settles.
+inline void begin_fast_use() noexcept {
+  this_thread_caches.in_fast_use.store(1, std::memory_order_relaxed);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+}
+inline void end_fast_use() noexcept {
+  this_thread_caches.in_fast_use.store(0, std::memory_order_release);
+}
+inline void begin_use(cache_link& link) noexcept {
+  link.in_use.store(1, std::memory_order_relaxed);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+}
+inline void end_use(cache_link& link) noexcept { link.in_use.store(0, std::memory_order_release); }
 
 // The calling thread's cache for `owner`, made `last`; nullptr if it has none. Drops detached
 // caches on the way.
@@ -84,6 +128,48 @@ class cache_registry {
       drop_reference(link);
       link = next;
     }
+  }
+
+  // Takes each attached link for which choose(link) is true away from its thread, which may
+  // be using it (see the top of this file; the thread must bracket its uses), then calls
+  // visit(link) for each once no use is in progress, without any lock held. Returns how many
+  // were taken: 0 if the process-wide barrier is not available. The thread drops the link at
+  // its next lookup; a thread that exits meanwhile leaves the contents to visit.
+  template <class Choose, class Visit>
+  std::size_t reclaim(Choose&& choose, Visit&& visit) noexcept {
+    if (!can_fence_every_thread()) return 0;
+    cache_link* taken = nullptr;
+    {
+      const std::lock_guard lock(mutex_);
+      for (cache_link* link = head_; link; link = link->next_in_registry) {
+        const std::lock_guard detach_lock(link->detach_mutex);
+        if (!link->owner.load(std::memory_order_acquire) || !choose(*link)) continue;
+        link->owner.store(nullptr, std::memory_order_seq_cst);
+        link->references.fetch_add(1, std::memory_order_relaxed);  // ours, until visited
+        link->next_reclaimed = taken;
+        taken = link;
+      }
+    }
+    if (!taken) return 0;
+    // Registered, the barrier does not fail (it fails only for a bad command or flags).
+    fence_every_thread();
+    std::size_t count = 0;
+    while (taken) {
+      cache_link* const next = taken->next_reclaimed;
+      {
+        // The thread cannot finish exiting (and free its flag) while we hold this; a fast use
+        // takes no lock, so it ends while we wait.
+        const std::lock_guard detach_lock(taken->detach_mutex);
+        if (const auto* fast = taken->thread_in_fast_use)
+          while (fast->load(std::memory_order_acquire) != 0) std::this_thread::yield();
+      }
+      while (taken->in_use.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+      visit(*taken);
+      drop_reference(taken);
+      ++count;
+      taken = next;
+    }
+    return count;
   }
 
   // Calls visit(link) for each attached link while holding the registry and every link's
@@ -162,6 +248,20 @@ class thread_caches {
     registry_.detach_all(
         [&](cache_link& link) { before_detach(static_cast<linked&>(link).cache); });
   }
+
+  // Takes from their threads the caches for which choose(cache) is true, and calls
+  // visit(cache) on each (cache_registry::reclaim). Only for owners whose threads bracket
+  // every use of their cache (see the top of this file).
+  template <class Choose, class Visit>
+  std::size_t reclaim(Choose&& choose, Visit&& visit) noexcept {
+    return registry_.reclaim(
+        [&](cache_link& link) { return choose(static_cast<linked&>(link).cache); },
+        [&](cache_link& link) { visit(static_cast<linked&>(link).cache); });
+  }
+
+  // The cache of a link this thread holds (the fast path's own lookup, for owners that bracket
+  // their uses: they read this_thread_caches.last, begin a use, then compare owner).
+  static Cache& cache_of(cache_link* link) noexcept { return static_cast<linked*>(link)->cache; }
 
   // Calls visit(cache) for each attached cache, then after(), with no thread exit halfway
   // through: a cache is either visited or already absorbed by its owner.

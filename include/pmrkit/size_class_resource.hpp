@@ -44,6 +44,13 @@ struct size_class_options {
   // Free bytes each thread may cache per resource, shared among the classes as the thread
   // uses them (0 turns the caches off: every call then locks the shared store of its class).
   std::size_t thread_cache = 2 * 1024 * 1024;
+  // Free bytes all threads' caches of this resource may hold together (sync only). Each cache
+  // grows to its share, max_cached_total / caches, or thread_cache if smaller, and never below
+  // 16 KiB (or thread_cache); a cache over its share (more threads came) shrinks to it at its
+  // next slow path. When a thread is refused growth for want of its share, caches of threads
+  // that have been idle are taken back, so the budget goes to the threads that use it. The
+  // default gives two busy threads their whole thread_cache, and 64 threads 64 KiB each.
+  std::size_t max_cached_total = 4 * 1024 * 1024;
 };
 
 // A snapshot. Exact when no other thread is using the resource; otherwise each field is
@@ -71,6 +78,10 @@ struct size_class_stats {
   std::uint64_t bytes_from_upstream = 0;       // held now: chunks, large blocks, their table
   std::uint64_t peak_bytes_from_upstream = 0;  // high-water mark of bytes_from_upstream
   std::uint64_t empty_chunk_bytes = 0;         // held in chunks whose blocks are all free
+  std::uint64_t cached_bytes = 0;              // free, in caches (the sum of the next)
+  std::vector<std::uint64_t> thread_cached_bytes;  // per cache (sync: per thread), in no order
+  // The caches' limits added up: what they may hold at most, within max_cached_total.
+  std::uint64_t cache_limit_bytes = 0;
 };
 
 // Policies of the engine: sync_policy (per-thread caches, a mutex per class) and
@@ -100,11 +111,16 @@ class basic_size_class_resource final : public std::pmr::memory_resource {
   // except the peak.
   void release();
 
-  // Gives the calling thread's cached blocks of this resource back to the shared stores and
-  // returns every empty chunk to upstream, whatever max_retained allows: call it after a phase
-  // that freed most of what it allocated. Chunks that still hold a live block stay. Safe to
-  // call while other threads use the resource (their caches are theirs to give back: a thread
-  // does so when it exits, or when it calls trim()).
+  // Gives every thread's cached blocks of this resource back to the shared stores, parked
+  // threads' included, and returns every empty chunk to upstream, whatever max_retained allows:
+  // call it after a phase that freed most of what it allocated. Afterwards the resource holds
+  // only chunks with a live block in them (and large blocks still allocated). Safe to call
+  // while other threads use the resource: a thread's cache is taken while that thread may be
+  // in the middle of a call (a process-wide barrier, Linux membarrier, orders it; the threads
+  // pay two plain stores per call for it), and each thread makes a new cache at its next call.
+  // Where the kernel refuses membarrier (before Linux 4.14, or a seccomp filter), only the
+  // calling thread's cache is given back. Waits for calls in progress on other threads, so it
+  // must not be called from inside this resource's upstream.
   void trim() noexcept;
 
   size_class_stats stats() const;

@@ -20,6 +20,9 @@ constexpr option_definition option_table[] = {
                 "bytes kept in wholly free chunks; beyond it chunks go back to upstream"),
     size_option("thread_cache", defaults.thread_cache, 0, std::size_t{1} << 30,
                 "free bytes one thread may cache per resource (0: no caches)"),
+    size_option("max_cached_total", defaults.max_cached_total, 0,
+                std::numeric_limits<std::size_t>::max(),
+                "free bytes all threads' caches may hold together (each may always have 16K)"),
 };
 
 size_class_options read_options(option_reader& options) {
@@ -28,6 +31,7 @@ size_class_options read_options(option_reader& options) {
   o.chunk_size = options.size("chunk_size");
   o.max_retained = options.size("max_retained");
   o.thread_cache = options.size("thread_cache");
+  o.max_cached_total = options.size("max_cached_total");
   return o;
 }
 

@@ -1,0 +1,179 @@
+// size_class_resource in a service with many threads (issue 15): trim() takes the caches of
+// parked threads, the caches of a resource share max_cached_total, and a busy thread takes
+// the share of threads that went idle.
+#include <barrier>
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <limits>
+#include <memory_resource>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "pmrkit/counting_resource.hpp"
+#include "pmrkit/size_class_resource.hpp"
+
+using pmrkit::size_class_options;
+using pmrkit::size_class_resource;
+using pmrkit::size_class_stats;
+
+namespace {
+
+constexpr std::size_t mib = 1024 * 1024;
+
+struct block {
+  void* address = nullptr;
+  std::size_t bytes = 0;
+};
+
+// Issue 15's worker: 200 live blocks of 8..4096 bytes churned 20,000 times; the first `keep`
+// stay live and are returned, the rest are freed.
+std::vector<block> churn(std::pmr::memory_resource& pool, unsigned seed, std::size_t keep) {
+  std::mt19937_64 random(seed);
+  std::uniform_int_distribution<std::size_t> size_of(8, 4096);
+  std::uniform_int_distribution<std::size_t> pick(0, 199);
+  std::vector<block> blocks(200);
+  const auto allocate = [&](block& b) {
+    b.bytes = size_of(random);
+    b.address = pool.allocate(b.bytes);
+  };
+  for (block& b : blocks) allocate(b);
+  for (int step = 0; step < 20'000; ++step) {
+    block& b = blocks[pick(random)];
+    pool.deallocate(b.address, b.bytes);
+    allocate(b);
+  }
+  for (std::size_t i = keep; i < blocks.size(); ++i)
+    pool.deallocate(blocks[i].address, blocks[i].bytes);
+  blocks.resize(keep);
+  return blocks;
+}
+
+std::uint64_t sum(const std::vector<std::uint64_t>& values) {
+  std::uint64_t total = 0;
+  for (const std::uint64_t v : values) total += v;
+  return total;
+}
+
+}  // namespace
+
+TEST_CASE("size_class: trim() takes the caches of 64 parked threads", "[size_class][threads]") {
+  constexpr unsigned threads = 64;
+  pmrkit::counting_resource upstream(std::pmr::new_delete_resource());
+  size_class_resource pool({}, &upstream);
+  std::barrier step(threads + 1);
+  std::vector<std::thread> workers;
+  for (unsigned t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      std::vector<block> live = churn(pool, t + 1, 5);  // 5 blocks stay live
+      step.arrive_and_wait();  // 1: parked, caches full
+      step.arrive_and_wait();  // 2: trimmed; the caches are gone, the resource still works
+      for (const block& b : live) pool.deallocate(b.address, b.bytes);
+      step.arrive_and_wait();  // 3: everything freed
+      step.arrive_and_wait();  // 4: exit
+    });
+  }
+  step.arrive_and_wait();
+  const size_class_stats parked = pool.stats();
+  CHECK(parked.thread_cached_bytes.size() == threads);
+  CHECK(sum(parked.thread_cached_bytes) == parked.cached_bytes);
+  CHECK(parked.cached_bytes > 0);
+
+  pool.trim();
+  const size_class_stats trimmed = pool.stats();
+  CHECK(trimmed.cached_bytes == 0);
+  CHECK(trimmed.cache_limit_bytes == 0);
+  CHECK(trimmed.thread_cached_bytes.empty());
+  CHECK(trimmed.empty_chunk_bytes == 0);
+  // What is left is the chunks of the 320 live blocks: at most one 64 KiB chunk each.
+  CHECK(upstream.stats().bytes_in_use <= threads * 5 * 64 * 1024);
+  CHECK(upstream.stats().bytes_in_use < parked.bytes_from_upstream);
+  std::uint64_t live_blocks = 0;
+  for (const auto& c : trimmed.classes) live_blocks += c.live_blocks;
+  CHECK(live_blocks == threads * 5);
+
+  step.arrive_and_wait();  // the threads free their live blocks, through new caches
+  step.arrive_and_wait();
+  pool.trim();
+  CHECK(upstream.stats().bytes_in_use == 0);  // nothing live: nothing held
+  step.arrive_and_wait();
+  for (std::thread& worker : workers) worker.join();
+  CHECK(pool.stats().cached_bytes == 0);
+}
+
+TEST_CASE("size_class: the caches of 64 threads share max_cached_total", "[size_class][threads]") {
+  constexpr unsigned threads = 64;
+  const auto parked_pool = [&](const size_class_options& options) {
+    pmrkit::counting_resource upstream(std::pmr::new_delete_resource());
+    size_class_resource pool(options, &upstream);
+    std::barrier step(threads + 1);
+    std::vector<std::thread> workers;
+    for (unsigned t = 0; t < threads; ++t) {
+      workers.emplace_back([&, t] {
+        churn(pool, t + 1, 0);
+        step.arrive_and_wait();  // parked, nothing live
+        step.arrive_and_wait();
+      });
+    }
+    step.arrive_and_wait();
+    const size_class_stats parked = pool.stats();
+    step.arrive_and_wait();
+    for (std::thread& worker : workers) worker.join();
+    return parked;
+  };
+  const size_class_options options;  // the defaults
+  const size_class_stats bounded = parked_pool(options);
+  INFO("held " << bounded.bytes_from_upstream << ", cached " << bounded.cached_bytes
+               << ", limits " << bounded.cache_limit_bytes);
+  // Each cache may always have 16 KiB, and one growth step (up to 32 KiB) may race past the
+  // share; beyond that the caches' limits add up to max_cached_total.
+  CHECK(bounded.cache_limit_bytes <= options.max_cached_total + threads * (16 + 32) * 1024);
+  CHECK(bounded.cached_bytes <= bounded.cache_limit_bytes + threads * 4096);
+
+  size_class_options unbounded;
+  unbounded.max_cached_total = std::numeric_limits<std::size_t>::max();
+  const size_class_stats old = parked_pool(unbounded);
+  CHECK(old.cached_bytes > 4 * bounded.cached_bytes);
+  CHECK(old.bytes_from_upstream > 2 * bounded.bytes_from_upstream);
+}
+
+TEST_CASE("size_class: a busy thread takes the share of threads that went idle",
+          "[size_class][threads]") {
+  constexpr unsigned idle_threads = 8;
+  size_class_options options;
+  options.max_cached_total = 1 * mib;  // a ninth each while all nine have caches
+  pmrkit::counting_resource upstream(std::pmr::new_delete_resource());
+  size_class_resource pool(options, &upstream);
+  std::barrier step(idle_threads + 1);
+  std::vector<std::thread> idle;
+  for (unsigned t = 0; t < idle_threads; ++t) {
+    idle.emplace_back([&, t] {
+      churn(pool, t + 1, 0);
+      step.arrive_and_wait();  // 1: idle, each holding a cache
+      step.arrive_and_wait();  // 2: exit
+    });
+  }
+  step.arrive_and_wait();
+  REQUIRE(pool.stats().thread_cached_bytes.size() == idle_threads);
+
+  size_class_stats busy_end;
+  std::thread busy([&] {
+    // Bursts of 4 KiB blocks that outrun the cache: every burst refills and overflows many
+    // times, so the thread keeps asking to grow and sweeps for idle caches as it does.
+    std::vector<void*> blocks;
+    for (int round = 0; round < 400; ++round) {
+      for (int i = 0; i < 300; ++i) blocks.push_back(pool.allocate(4096));
+      for (void* p : blocks) pool.deallocate(p, 4096);
+      blocks.clear();
+    }
+    busy_end = pool.stats();
+  });
+  busy.join();
+  // The idle caches were taken; the busy thread's limits grew past a ninth of the total.
+  CHECK(busy_end.thread_cached_bytes.size() == 1);
+  CHECK(busy_end.cache_limit_bytes > options.max_cached_total / 2);
+  step.arrive_and_wait();
+  for (std::thread& t : idle) t.join();
+  pool.trim();
+  CHECK(upstream.stats().bytes_in_use == 0);
+}
