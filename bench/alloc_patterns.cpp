@@ -75,6 +75,11 @@ void alloc_mixed(benchmark::State& state, const std::string& spec) {
 struct shared_run {
   std::atomic<strategy_under_test*> subject_ptr{nullptr};
   std::unique_ptr<strategy_under_test> owner;
+  // The previous run's subject, destroyed when the next run starts (or at exit), once the
+  // threads that used it have been joined: libstdc++'s synchronized_pool_resource must not be
+  // destroyed while a thread that used it is still exiting (its thread-specific pools' destructor
+  // then runs against the dying resource: a crash in about 1 run in 25).
+  std::unique_ptr<strategy_under_test> retired;
   std::atomic<int> prefilled{0};
   std::atomic<int> finished{0};
   static constexpr std::size_t mailbox_slots = 256;
@@ -104,6 +109,7 @@ void alloc_mixed_shared(benchmark::State& state, const std::string& spec) {
     const int threads = pass.counting() ? 1 : st.threads();
     const int me = pass.counting() ? 0 : st.thread_index();
     if (me == 0) {
+      run.retired.reset();  // the previous run's threads are joined by now
       run.owner = std::make_unique<strategy_under_test>(spec, pass);
       run.subject_ptr.store(run.owner.get(), std::memory_order_release);
     }
@@ -148,12 +154,14 @@ void alloc_mixed_shared(benchmark::State& state, const std::string& spec) {
     }
     for (auto& b : live) r->deallocate(b.p, b.size, 8);
     if (run.finished.fetch_add(1) + 1 == threads) {
-      run.owner.reset();
+      run.owner->report_and_detach();
+      run.retired = std::move(run.owner);
       run.prefilled.store(0);
       run.finished.store(0);
       run.subject_ptr.store(nullptr, std::memory_order_release);
     }
-    // The subject reports to the first thread's pass when destroyed: that pass must outlive it.
+    // The subject reports to the first thread's pass when the last thread out detaches it:
+    // that pass must outlive the report.
     if (me == 0)
       while (run.subject_ptr.load(std::memory_order_acquire)) std::this_thread::yield();
   });

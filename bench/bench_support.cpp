@@ -254,7 +254,11 @@ strategy_under_test::strategy_under_test(const std::string& spec, row_pass& pass
   pass.subject_ = this;
 }
 
-strategy_under_test::~strategy_under_test() {
+strategy_under_test::~strategy_under_test() { report_and_detach(); }
+
+void strategy_under_test::report_and_detach() {
+  if (detached_) return;
+  detached_ = true;
   pass_.memory_.note_held(own_held_peak());
   if (meter_) pass_.memory_.note_live(meter_->peak());
   if (pass_.subject_ == this) pass_.subject_ = nullptr;

@@ -92,6 +92,9 @@ class strategy_under_test {
   strategy_under_test& operator=(const strategy_under_test&) = delete;
 
   std::pmr::memory_resource* resource() noexcept { return resource_; }
+  // Reports to the pass now, and never again: for a subject that must outlive its pass (see
+  // AllocMixedShared). The destructor reports unless this was called.
+  void report_and_detach();
   const std::string& spec() const noexcept { return spec_; }
   // For a monotonic resource, which never reuses freed memory: releases everything once it
   // holds more than a bound. Call only where the workload has no live blocks.
@@ -113,6 +116,7 @@ class strategy_under_test {
   std::unique_ptr<live_meter> meter_;  // counting pass only
   std::pmr::memory_resource* resource_ = nullptr;
   std::pmr::monotonic_buffer_resource* monotonic_ = nullptr;
+  bool detached_ = false;
 };
 
 // The bench-only reference rows of the allocator patterns, which strategy_under_test also
