@@ -107,9 +107,15 @@ TEST_CASE("size_class: the caches of 64 threads share max_cached_total", "[size_
     pmrkit::counting_resource upstream(std::pmr::new_delete_resource());
     size_class_resource pool(options, &upstream);
     std::barrier step(threads + 1);
+    std::barrier arrived(threads);
     std::vector<std::thread> workers;
     for (unsigned t = 0; t < threads; ++t) {
       workers.emplace_back([&, t] {
+        // Every worker has its cache before any churns: the pool as it runs once started. (A
+        // cache that grew while it was alone shrinks to its share only at its next slow path,
+        // so a thread that starts first and never misses again keeps more; see docs.)
+        pool.deallocate(pool.allocate(64), 64);
+        arrived.arrive_and_wait();
         churn(pool, t + 1, 0);
         step.arrive_and_wait();  // parked, nothing live
         step.arrive_and_wait();
