@@ -217,7 +217,7 @@ void* size_class_engine<Policy>::refill(size_class_cache& local, unsigned index)
   local.slow_paths.add(1);
   // A miss means the list was too short for how this thread uses the class: lengthen it.
   grow_limit(local, index);
-  // The list is empty: it may take up to its limit, and whole chunk free lists are spliced.
+  // The list is empty: it may take up to its limit, a chunk's free blocks all at once when they fit.
   const std::uint32_t room = list.limit + 1;
   const block_list got = take(index, std::min(info_[index].batch, room), room, 0);
   void* const block = got.head;
