@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <cassert>
+#include <chrono>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -41,12 +42,22 @@ constexpr std::size_t max_cached_blocks = 512;
 // Every cache may grow to this (or thread_cache, if smaller) whatever its share of
 // max_cached_total, so a thread among many still caches a refill or two of its classes.
 constexpr std::size_t guaranteed_cache_bytes = 16 * 1024;
-// A thread refused growth for want of its share of max_cached_total sweeps for idle caches,
-// at most once per this many of its own slow paths (a sweep that takes caches costs a
-// process-wide barrier); a cache whose thread took no slow path between two sweeps is idle
-// and taken back. A slow path moves up to 32 KiB, so sweeps are tens of MiB of the sweeping
-// thread's traffic apart.
-constexpr std::uint64_t sweep_interval = 2048;
+// Idle caches (issue 15). A cache whose thread took no slow path between two sweeps is idle,
+// and the second sweep takes it back. Sweeps are at least cache_idle_time apart: a thread's
+// slow path looks at the clock once per sweep_check_interval of its slow paths and claims the
+// sweep when the time has passed. So a parked thread's cache goes back between one and two
+// cache_idle_times after its last slow path, as long as some thread of the resource still
+// takes slow paths (trim() takes it in any case). A busy thread that runs from its cache
+// alone for that long loses it too, and refills it in a few dozen slow paths. A sweep that
+// takes nothing costs a walk of the caches under the registry's lock; one that takes caches,
+// a process-wide barrier.
+constexpr std::uint64_t sweep_check_interval = 64;
+
+std::uint64_t steady_nanoseconds() noexcept {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::steady_clock::now().time_since_epoch())
+                                        .count());
+}
 
 void require(bool ok, const std::string& message) {
   if (!ok) throw std::invalid_argument("pmrkit: size_class: " + message);
@@ -67,6 +78,12 @@ size_class_engine<Policy>::size_class_engine(const size_class_options& options,
               options.chunk_size <= largest_chunk_bytes,
           "chunk_size is " + std::to_string(options.chunk_size) +
               "; allowed: a power of two from 4096 (4 KiB) to 268435456 (256 MiB)");
+  require(options.cache_idle_time >= std::chrono::microseconds::zero() &&
+              options.cache_idle_time <= std::chrono::minutes(10),
+          "cache_idle_time is " + std::to_string(options.cache_idle_time.count()) +
+              " microseconds; allowed: 0 (never) to 600000000 (ten minutes)");
+  idle_period_ = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(options.cache_idle_time).count());
 
   class_count_ = size_classes::index_of(options.max_pooled) + 1;
   small_limit_ = std::min(table_limit, options.max_pooled);
@@ -92,6 +109,7 @@ size_class_engine<Policy>::size_class_engine(const size_class_options& options,
   }
   if constexpr (!per_thread_caches) own_cache_ = size_class_cache(options.thread_cache);
   cache_share_.set(options.max_cached_total);
+  last_sweep_.set(steady_nanoseconds());
 }
 
 template <class Policy>
@@ -151,11 +169,15 @@ void size_class_engine<Policy>::deallocate_slow(void* block, std::size_t bytes,
     if (local == nullptr) return deallocate_uncached(block, index);
     cache_link& link = *this_thread_caches.last;
     begin_use(link);
-    if (link.owner.load(std::memory_order_relaxed) == this)
+    bool sweep = false;
+    if (link.owner.load(std::memory_order_relaxed) == this) {
       deallocate_into(*local, block, index);
-    else
+      sweep = std::exchange(local->sweep_due, false);
+    } else {
       deallocate_uncached(block, index);
+    }
     end_use(link);
+    if (sweep) reclaim_idle_caches();
   } else {
     deallocate_into(own_cache_, block, index);
   }
@@ -214,7 +236,7 @@ void size_class_engine<Policy>::absorb_exiting_cache(size_class_cache& local) no
 template <class Policy>
 void* size_class_engine<Policy>::refill(size_class_cache& local, unsigned index) {
   free_list& list = local.lists[index];
-  local.slow_paths.add(1);
+  note_slow_path(local);
   // A miss means the list was too short for how this thread uses the class: lengthen it.
   grow_limit(local, index);
   // The list is empty: it may take up to its limit, a chunk's free blocks all at once when they fit.
@@ -243,12 +265,22 @@ void size_class_engine<Policy>::grow_limit(size_class_cache& local, unsigned ind
     list.limit += step;
     local.limit_bytes += wanted;
     if constexpr (per_thread_caches) cache_limit_bytes_.add(wanted);
-  } else if (budget < local.budget &&
-             local.slow_paths.get() - local.slow_paths_at_own_sweep >= sweep_interval) {
-    // Refused for want of the resource's budget, not this thread's own: idle threads may be
-    // sitting on it. Asked for here, done once this use of the cache ends.
-    local.slow_paths_at_own_sweep = local.slow_paths.get();
-    local.sweep_due = true;
+  }
+  // Refused for want of the resource's budget: idle threads may be sitting on it, and the
+  // next sweep (note_slow_path) gives their share to the caches that still run.
+}
+
+template <class Policy>
+void size_class_engine<Policy>::note_slow_path(size_class_cache& local) noexcept {
+  const std::uint64_t count = local.slow_paths.add(1);
+  if constexpr (per_thread_caches) {
+    if (count % sweep_check_interval != 0 || idle_period_ == 0 || caches_.get() < 2) return;
+    const std::uint64_t now = steady_nanoseconds();
+    const std::uint64_t last = last_sweep_.get();
+    // Of the threads that see the period over, one wins the sweep; the others carry on.
+    if (now - last >= idle_period_ &&
+        last_sweep_.replace(last, now))
+      local.sweep_due = true;
   }
 }
 
@@ -313,7 +345,7 @@ void size_class_engine<Policy>::overflow(size_class_cache& local, unsigned index
   // Frees outpace allocations on this thread (it consumes what others produce, or a burst
   // ends): give back half the limit's worth in one batch. A cache over its share of
   // max_cached_total (more threads came) shrinks to it first.
-  local.slow_paths.add(1);
+  note_slow_path(local);
   const std::size_t budget = cache_budget(local);
   if (local.limit_bytes > budget) shrink_to(local, budget, class_count_);
   free_list& list = local.lists[index];

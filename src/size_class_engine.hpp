@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory_resource>
 #include <type_traits>
+#include <utility>
 
 #include "pmrkit/size_class_resource.hpp"
 #include "size_class_cache.hpp"
@@ -85,7 +86,10 @@ class size_class_engine {
             begin_use(*link);
             end_fast_use();
             overflow(local, index);
+            const bool sweep = std::exchange(local.sweep_due, false);  // while still ours
             end_use(*link);
+            if (sweep) [[unlikely]]
+              reclaim_idle_caches();
             return;
           }
           end_fast_use();
@@ -143,6 +147,9 @@ class size_class_engine {
   void* refill(size_class_cache& local, unsigned index);
   void overflow(size_class_cache& local, unsigned index) noexcept;
   void grow_limit(size_class_cache& local, unsigned index) noexcept;
+  // Counts a slow path; now and then claims the next sweep for idle caches (sweep_due), which
+  // the caller runs once its use of the cache has ended.
+  void note_slow_path(size_class_cache& local) noexcept;
   // Lowers other classes' limits, round robin, until the cache's limits fit in `budget`,
   // flushing what they hold beyond their new limits. `keep` is left alone.
   void shrink_to(size_class_cache& local, std::size_t budget, unsigned keep) noexcept;
@@ -152,9 +159,10 @@ class size_class_engine {
   std::size_t cache_budget(const size_class_cache& local) const noexcept;
   // Counts a caches' arrival (+1) or departure (-1), and recomputes their share.
   void count_caches(int change) noexcept;
-  // Takes back the caches of threads that have been idle (see idle_slow_paths), so that
-  // their share of max_cached_total goes to the threads that are not. Runs outside any use of
-  // the caller's own cache: it waits for the uses of others.
+  // Takes back the caches of threads that took no slow path since the previous sweep, so
+  // that their blocks go back to the stores (and empty chunks upstream) and their share of
+  // max_cached_total goes to the threads that still run. Runs outside any use of the caller's
+  // own cache: it waits for the uses of others.
   void reclaim_idle_caches() noexcept;
   void flush(size_class_cache& local, unsigned index, std::uint32_t count) noexcept;
   // A thread exits (called by thread_cache_set), or its cache is reclaimed: every block goes
@@ -183,7 +191,8 @@ class size_class_engine {
   std::pmr::memory_resource* const upstream_;
   const size_class_options options_;
   unsigned class_count_ = 0;
-  std::size_t small_limit_ = 0;  // min(table_limit, max_pooled): classes found by table
+  std::size_t small_limit_ = 0;
+  std::uint64_t idle_period_ = 0;  // cache_idle_time in nanoseconds  // min(table_limit, max_pooled): classes found by table
   std::array<std::uint8_t, table_limit / 8 + 1> small_classes_{};
   std::array<class_info, size_classes::count> info_{};
   [[no_unique_address]] std::conditional_t<per_thread_caches, nothing, size_class_cache>
@@ -207,6 +216,7 @@ class size_class_engine {
   alignas(64) shared_counter caches_;  // caches attached to threads
   shared_counter cache_share_;         // max_cached_total / caches_, kept as caches come and go
   shared_counter cache_limit_bytes_;   // the caches' limit_bytes added up
+  shared_counter last_sweep_;          // steady-clock nanoseconds of the last idle sweep
 };
 
 }  // namespace pmrkit::detail

@@ -41,6 +41,11 @@ class shared_atomic_counter {
     }
   }
   void set(std::uint64_t n) noexcept { value_.store(n, std::memory_order_relaxed); }
+  // Sets `desired` if the value is still `expected`; false if another thread changed it
+  // first (so that one thread of several that saw the same value wins).
+  bool replace(std::uint64_t expected, std::uint64_t desired) noexcept {
+    return value_.compare_exchange_strong(expected, desired, std::memory_order_relaxed);
+  }
 
  private:
   std::atomic<std::uint64_t> value_{0};
@@ -55,6 +60,11 @@ class shared_plain_counter {
     if (value_ < n) value_ = n;
   }
   void set(std::uint64_t n) noexcept { value_ = n; }
+  bool replace(std::uint64_t expected, std::uint64_t desired) noexcept {
+    if (value_ != expected) return false;
+    value_ = desired;
+    return true;
+  }
 
  private:
   std::uint64_t value_ = 0;

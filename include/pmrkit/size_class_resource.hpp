@@ -20,6 +20,7 @@
 // movable; release() and destruction must not run concurrently with other calls on it.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -48,11 +49,17 @@ struct size_class_options {
   // Free bytes all threads' caches of this resource may hold together (sync only). Each cache
   // grows to its share, max_cached_total / caches, or thread_cache if smaller, and never below
   // 16 KiB (or thread_cache); a cache over its share (more threads came) shrinks to it at its
-  // next slow path. When a thread is refused growth for want of its share, caches of threads
-  // that have been idle are taken back, so the budget goes to the threads that use it. The
-  // default gives four threads their whole thread_cache and eight 1 MiB each (still full
-  // speed on a pool of eight busy workers: AllocIdlePool); 64 threads get 128 KiB each.
+  // next slow path. Caches of idle threads are taken back (cache_idle_time), so the budget
+  // goes to the threads that use it. The default gives four threads their whole thread_cache
+  // and eight 1 MiB each (still full speed on a pool of eight busy workers: AllocIdlePool);
+  // 64 threads get 128 KiB each.
   std::size_t max_cached_total = 8 * 1024 * 1024;
+  // A thread that takes no slow path (a refill or an overflow of its cache) for this long is
+  // idle: the next thread to take a slow path after that gives its cached blocks back to the
+  // shared stores, and empty chunks go on to upstream (sync only). Sweeps for idle caches run
+  // at most once per this time; a busy thread whose cache is taken refills it. Zero: never
+  // (a cache then goes back only when its thread exits, or at trim()); at most ten minutes.
+  std::chrono::microseconds cache_idle_time{1000};
 };
 
 // A snapshot. Exact when no other thread is using the resource; otherwise each field is

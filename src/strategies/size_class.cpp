@@ -23,6 +23,10 @@ constexpr option_definition option_table[] = {
     size_option("max_cached_total", defaults.max_cached_total, 0,
                 std::numeric_limits<std::size_t>::max(),
                 "free bytes all threads' caches may hold together (each may always have 16K)"),
+    size_option("cache_idle_us", static_cast<std::size_t>(defaults.cache_idle_time.count()), 0,
+                std::size_t{600} * 1000 * 1000,
+                "microseconds without a slow path after which a thread's cache is taken "
+                "back by others (0: never)"),
 };
 
 size_class_options read_options(option_reader& options) {
@@ -32,6 +36,7 @@ size_class_options read_options(option_reader& options) {
   o.max_retained = options.size("max_retained");
   o.thread_cache = options.size("thread_cache");
   o.max_cached_total = options.size("max_cached_total");
+  o.cache_idle_time = std::chrono::microseconds(options.size("cache_idle_us"));
   return o;
 }
 

@@ -1,13 +1,16 @@
 // size_class_resource in a service with many threads (issue 15): trim() takes the caches of
-// parked threads, the caches of a resource share max_cached_total, and a busy thread takes
-// the share of threads that went idle.
+// parked threads, the caches of a resource share max_cached_total, a busy thread takes the
+// share of threads that went idle, and the caches of threads that stay idle go back without
+// trim().
 #include <barrier>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdint>
 #include <limits>
 #include <memory_resource>
 #include <random>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "pmrkit/counting_resource.hpp"
@@ -60,7 +63,9 @@ std::uint64_t sum(const std::vector<std::uint64_t>& values) {
 TEST_CASE("size_class: trim() takes the caches of 64 parked threads", "[size_class][threads]") {
   constexpr unsigned threads = 64;
   pmrkit::counting_resource upstream(std::pmr::new_delete_resource());
-  size_class_resource pool({}, &upstream);
+  size_class_options options;
+  options.cache_idle_time = {};  // no idle sweeps: every thread still has its cache for trim()
+  size_class_resource pool(options, &upstream);
   std::barrier step(threads + 1);
   std::vector<std::thread> workers;
   for (unsigned t = 0; t < threads; ++t) {
@@ -127,7 +132,8 @@ TEST_CASE("size_class: the caches of 64 threads share max_cached_total", "[size_
     for (std::thread& worker : workers) worker.join();
     return parked;
   };
-  const size_class_options options;  // the defaults
+  size_class_options options;
+  options.cache_idle_time = {};  // no idle sweeps: the share alone bounds the caches
   const size_class_stats bounded = parked_pool(options);
   INFO("held " << bounded.bytes_from_upstream << ", cached " << bounded.cached_bytes
                << ", limits " << bounded.cache_limit_bytes);
@@ -136,7 +142,7 @@ TEST_CASE("size_class: the caches of 64 threads share max_cached_total", "[size_
   CHECK(bounded.cache_limit_bytes <= options.max_cached_total + threads * (16 + 32) * 1024);
   CHECK(bounded.cached_bytes <= bounded.cache_limit_bytes + threads * 4096);
 
-  size_class_options unbounded;
+  size_class_options unbounded = options;
   unbounded.max_cached_total = std::numeric_limits<std::size_t>::max();
   const size_class_stats old = parked_pool(unbounded);
   CHECK(old.cached_bytes > 4 * bounded.cached_bytes);
@@ -155,24 +161,29 @@ TEST_CASE("size_class: a busy thread takes the share of threads that went idle",
   for (unsigned t = 0; t < idle_threads; ++t) {
     idle.emplace_back([&, t] {
       churn(pool, t + 1, 0);
-      step.arrive_and_wait();  // 1: idle, each holding a cache
+      step.arrive_and_wait();  // 1: idle
       step.arrive_and_wait();  // 2: exit
     });
   }
-  step.arrive_and_wait();
-  REQUIRE(pool.stats().thread_cached_bytes.size() == idle_threads);
+  step.arrive_and_wait();  // the idle threads may already have taken each other's caches
 
   size_class_stats busy_end;
   std::thread busy([&] {
     // Bursts of 4 KiB blocks that outrun the cache: every burst refills and overflows many
-    // times, so the thread keeps asking to grow and sweeps for idle caches as it does.
+    // times, so the thread keeps asking to grow, and sweeps for idle caches once
+    // cache_idle_time has passed. The deadline only ends a run that would otherwise not end.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     std::vector<void*> blocks;
-    for (int round = 0; round < 400; ++round) {
-      for (int i = 0; i < 300; ++i) blocks.push_back(pool.allocate(4096));
-      for (void* p : blocks) pool.deallocate(p, 4096);
-      blocks.clear();
-    }
-    busy_end = pool.stats();
+    do {
+      for (int round = 0; round < 50; ++round) {
+        for (int i = 0; i < 300; ++i) blocks.push_back(pool.allocate(4096));
+        for (void* p : blocks) pool.deallocate(p, 4096);
+        blocks.clear();
+      }
+      busy_end = pool.stats();
+    } while ((busy_end.thread_cached_bytes.size() > 1 ||
+              busy_end.cache_limit_bytes <= options.max_cached_total / 2) &&
+             std::chrono::steady_clock::now() < deadline);
   });
   busy.join();
   // The idle caches were taken; the busy thread's limits grew past a ninth of the total.
@@ -182,4 +193,53 @@ TEST_CASE("size_class: a busy thread takes the share of threads that went idle",
   for (std::thread& t : idle) t.join();
   pool.trim();
   CHECK(upstream.stats().bytes_in_use == 0);
+}
+
+TEST_CASE("size_class: the caches of idle threads go back without trim()", "[size_class][threads]") {
+  // Issue 15's pool: 64 threads churn, free everything and park. While one thread still works,
+  // the parked threads' caches are taken once idle, and with them the chunks they pinned.
+  constexpr unsigned threads = 64;
+  const auto held_after_parking = [&](const size_class_options& options) {
+    pmrkit::counting_resource upstream(std::pmr::new_delete_resource());
+    size_class_resource pool(options, &upstream);
+    std::barrier step(threads + 1);
+    std::vector<std::thread> workers;
+    for (unsigned t = 0; t < threads; ++t) {
+      workers.emplace_back([&, t] {
+        churn(pool, t + 1, 0);
+        step.arrive_and_wait();  // parked, nothing live
+        step.arrive_and_wait();
+      });
+    }
+    step.arrive_and_wait();
+    // This thread keeps taking slow paths (300 blocks of 4 KiB outrun the most a class may
+    // cache, half of thread_cache) until no other cache is left; with sweeps off, until the
+    // deadline.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    std::vector<void*> blocks;
+    size_class_stats now;
+    do {
+      for (int i = 0; i < 300; ++i) blocks.push_back(pool.allocate(4096));
+      for (void* p : blocks) pool.deallocate(p, 4096);
+      blocks.clear();
+      now = pool.stats();
+    } while (now.thread_cached_bytes.size() > 1 && std::chrono::steady_clock::now() < deadline);
+    const std::uint64_t held = upstream.stats().bytes_in_use;
+    step.arrive_and_wait();
+    for (std::thread& worker : workers) worker.join();
+    return std::pair{now, held};
+  };
+  const size_class_options options;  // the defaults: idle after 1 ms
+  const auto [swept, held] = held_after_parking(options);
+  INFO("held " << held << ", cached " << swept.cached_bytes);
+  CHECK(swept.thread_cached_bytes.size() == 1);  // this thread's own
+  // Empty chunks within max_retained, and this thread's 4 KiB class (at most half of
+  // thread_cache cached, and its chunks): nothing else is pinned.
+  CHECK(held <= options.max_retained + options.thread_cache / 2 + 1 * mib);
+
+  size_class_options never = options;
+  never.cache_idle_time = {};
+  const auto [kept, held_kept] = held_after_parking(never);
+  CHECK(kept.thread_cached_bytes.size() == threads + 1);
+  CHECK(held_kept > held + 4 * mib);
 }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -441,6 +442,13 @@ TEST_CASE("size_class: options are checked, by the constructor and by the regist
   o = {};
   o.chunk_size = 1000;
   CHECK_THROWS_WITH(make(o), Catch::Contains("chunk_size"));
+  o = {};
+  o.cache_idle_time = std::chrono::microseconds(-1);
+  CHECK_THROWS_WITH(make(o), Catch::Contains("cache_idle_time") && Catch::Contains("never"));
+  o.cache_idle_time = std::chrono::minutes(10) + std::chrono::microseconds(1);
+  CHECK_THROWS_AS(make(o), std::invalid_argument);
+  o.cache_idle_time = std::chrono::minutes(10);
+  CHECK_NOTHROW(make(o));
   CHECK_THROWS_AS(size_class_resource({}, nullptr), std::invalid_argument);
 
   for (const char* name : {"size_class", "size_class_unsync"}) {
