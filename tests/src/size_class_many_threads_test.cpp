@@ -52,6 +52,43 @@ std::vector<block> churn(std::pmr::memory_resource& pool, unsigned seed, std::si
   return blocks;
 }
 
+// Runs `threads` workers that each churn (nothing kept) and park; calls while_parked() on this
+// thread while they are parked, lets them exit, and returns what it returned. With
+// caches_first, every worker has its cache before any churns: the pool as it runs once started.
+// (A cache that grew while it was alone shrinks to its share only at its next slow path, so a
+// thread that starts first and never misses again keeps more; see docs.)
+template <class WhileParked>
+auto with_parked_workers(std::pmr::memory_resource& pool, unsigned threads, bool caches_first,
+                         WhileParked while_parked) {
+  std::barrier arrived(threads);
+  std::barrier step(threads + 1);
+  std::vector<std::thread> workers;
+  for (unsigned t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      if (caches_first) {
+        pool.deallocate(pool.allocate(64), 64);
+        arrived.arrive_and_wait();
+      }
+      churn(pool, t + 1, 0);
+      step.arrive_and_wait();  // parked, nothing live
+      step.arrive_and_wait();
+    });
+  }
+  step.arrive_and_wait();
+  auto result = while_parked();
+  step.arrive_and_wait();
+  for (std::thread& worker : workers) worker.join();
+  return result;
+}
+
+// A burst of 300 blocks of 4 KiB, freed again: more than a class may cache (half of the default
+// thread_cache), so every burst refills and overflows, taking slow paths.
+void burst_of_4k_blocks(std::pmr::memory_resource& pool) {
+  std::vector<void*> blocks;
+  for (int i = 0; i < 300; ++i) blocks.push_back(pool.allocate(4096));
+  for (void* p : blocks) pool.deallocate(p, 4096);
+}
+
 std::uint64_t sum(const std::vector<std::uint64_t>& values) {
   std::uint64_t total = 0;
   for (const std::uint64_t v : values) total += v;
@@ -111,26 +148,7 @@ TEST_CASE("size_class: the caches of 64 threads share max_cached_total", "[size_
   const auto parked_pool = [&](const size_class_options& options) {
     pmrkit::counting_resource upstream(std::pmr::new_delete_resource());
     size_class_resource pool(options, &upstream);
-    std::barrier step(threads + 1);
-    std::barrier arrived(threads);
-    std::vector<std::thread> workers;
-    for (unsigned t = 0; t < threads; ++t) {
-      workers.emplace_back([&, t] {
-        // Every worker has its cache before any churns: the pool as it runs once started. (A
-        // cache that grew while it was alone shrinks to its share only at its next slow path,
-        // so a thread that starts first and never misses again keeps more; see docs.)
-        pool.deallocate(pool.allocate(64), 64);
-        arrived.arrive_and_wait();
-        churn(pool, t + 1, 0);
-        step.arrive_and_wait();  // parked, nothing live
-        step.arrive_and_wait();
-      });
-    }
-    step.arrive_and_wait();
-    const size_class_stats parked = pool.stats();
-    step.arrive_and_wait();
-    for (std::thread& worker : workers) worker.join();
-    return parked;
+    return with_parked_workers(pool, threads, true, [&] { return pool.stats(); });
   };
   size_class_options options;
   options.cache_idle_time = {};  // no idle sweeps: the share alone bounds the caches
@@ -156,41 +174,23 @@ TEST_CASE("size_class: a busy thread takes the share of threads that went idle",
   options.max_cached_total = 1 * mib;  // a ninth each while all nine have caches
   pmrkit::counting_resource upstream(std::pmr::new_delete_resource());
   size_class_resource pool(options, &upstream);
-  std::barrier step(idle_threads + 1);
-  std::vector<std::thread> idle;
-  for (unsigned t = 0; t < idle_threads; ++t) {
-    idle.emplace_back([&, t] {
-      churn(pool, t + 1, 0);
-      step.arrive_and_wait();  // 1: idle
-      step.arrive_and_wait();  // 2: exit
-    });
-  }
-  step.arrive_and_wait();  // the idle threads may already have taken each other's caches
-
-  size_class_stats busy_end;
-  std::thread busy([&] {
-    // Bursts of 4 KiB blocks that outrun the cache: every burst refills and overflows many
-    // times, so the thread keeps asking to grow, and sweeps for idle caches once
-    // cache_idle_time has passed. The deadline only ends a run that would otherwise not end.
+  // The idle threads may already have taken each other's caches when they park. This thread
+  // then bursts: it keeps asking to grow, and sweeps for idle caches once cache_idle_time has
+  // passed. The deadline only ends a run that would otherwise not end.
+  const size_class_stats busy_end = with_parked_workers(pool, idle_threads, false, [&] {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    std::vector<void*> blocks;
+    size_class_stats now;
     do {
-      for (int round = 0; round < 50; ++round) {
-        for (int i = 0; i < 300; ++i) blocks.push_back(pool.allocate(4096));
-        for (void* p : blocks) pool.deallocate(p, 4096);
-        blocks.clear();
-      }
-      busy_end = pool.stats();
-    } while ((busy_end.thread_cached_bytes.size() > 1 ||
-              busy_end.cache_limit_bytes <= options.max_cached_total / 2) &&
+      for (int round = 0; round < 50; ++round) burst_of_4k_blocks(pool);
+      now = pool.stats();
+    } while ((now.thread_cached_bytes.size() > 1 ||
+              now.cache_limit_bytes <= options.max_cached_total / 2) &&
              std::chrono::steady_clock::now() < deadline);
+    return now;
   });
-  busy.join();
   // The idle caches were taken; the busy thread's limits grew past a ninth of the total.
   CHECK(busy_end.thread_cached_bytes.size() == 1);
   CHECK(busy_end.cache_limit_bytes > options.max_cached_total / 2);
-  step.arrive_and_wait();
-  for (std::thread& t : idle) t.join();
   pool.trim();
   CHECK(upstream.stats().bytes_in_use == 0);
 }
@@ -202,32 +202,17 @@ TEST_CASE("size_class: the caches of idle threads go back without trim()", "[siz
   const auto held_after_parking = [&](const size_class_options& options) {
     pmrkit::counting_resource upstream(std::pmr::new_delete_resource());
     size_class_resource pool(options, &upstream);
-    std::barrier step(threads + 1);
-    std::vector<std::thread> workers;
-    for (unsigned t = 0; t < threads; ++t) {
-      workers.emplace_back([&, t] {
-        churn(pool, t + 1, 0);
-        step.arrive_and_wait();  // parked, nothing live
-        step.arrive_and_wait();
-      });
-    }
-    step.arrive_and_wait();
-    // This thread keeps taking slow paths (300 blocks of 4 KiB outrun the most a class may
-    // cache, half of thread_cache) until no other cache is left; with sweeps off, until the
-    // deadline.
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-    std::vector<void*> blocks;
-    size_class_stats now;
-    do {
-      for (int i = 0; i < 300; ++i) blocks.push_back(pool.allocate(4096));
-      for (void* p : blocks) pool.deallocate(p, 4096);
-      blocks.clear();
-      now = pool.stats();
-    } while (now.thread_cached_bytes.size() > 1 && std::chrono::steady_clock::now() < deadline);
-    const std::uint64_t held = upstream.stats().bytes_in_use;
-    step.arrive_and_wait();
-    for (std::thread& worker : workers) worker.join();
-    return std::pair{now, held};
+    // This thread keeps taking slow paths until no other cache is left; with sweeps off, until
+    // the deadline.
+    return with_parked_workers(pool, threads, false, [&] {
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+      size_class_stats now;
+      do {
+        burst_of_4k_blocks(pool);
+        now = pool.stats();
+      } while (now.thread_cached_bytes.size() > 1 && std::chrono::steady_clock::now() < deadline);
+      return std::pair{now, upstream.stats().bytes_in_use};
+    });
   };
   const size_class_options options;  // the defaults: idle after 1 ms
   const auto [swept, held] = held_after_parking(options);
