@@ -137,22 +137,23 @@ void* size_class_engine<Policy>::allocate_slow(std::size_t bytes, std::size_t al
   if constexpr (per_thread_caches) {
     size_class_cache* const local = local_cache();
     if (local == nullptr) return allocate_uncached(index);
-    void* block = nullptr;
-    bool sweep = false;
-    {
-      // local_cache() made this cache the thread's last used; a use is bracketed, and a cache
-      // reclaimed between the lookup and the bracket is left alone.
-      cache_link& link = *this_thread_caches.last;
-      begin_use(link);
-      struct ending {
-        cache_link& link;
-        ~ending() { end_use(link); }
-      } const in_use{link};
-      if (link.owner.load(std::memory_order_relaxed) != this) return allocate_uncached(index);
-      block = allocate_from(*local, index);
-      sweep = std::exchange(local->sweep_due, false);  // read while the cache is still ours
+    // local_cache() made this cache the thread's last used; a use is bracketed, and a cache
+    // reclaimed between the lookup and the bracket is left alone (the uncached path may call
+    // upstream: no reclaimer waits on that).
+    cache_link& link = *this_thread_caches.last;
+    begin_use(link);
+    if (link.owner.load(std::memory_order_relaxed) != this) {
+      end_use(link);
+      return allocate_uncached(index);
     }
-    if (sweep) reclaim_idle_caches();
+    void* block = nullptr;
+    try {
+      block = allocate_from(*local, index);
+    } catch (...) {
+      end_use(link);
+      throw;
+    }
+    end_use_and_sweep(link, *local);
     return block;
   } else {
     return allocate_from(own_cache_, index);
@@ -167,20 +168,36 @@ void size_class_engine<Policy>::deallocate_slow(void* block, std::size_t bytes,
   if constexpr (per_thread_caches) {
     size_class_cache* const local = local_cache();
     if (local == nullptr) return deallocate_uncached(block, index);
-    cache_link& link = *this_thread_caches.last;
+    cache_link& link = *this_thread_caches.last;  // as in allocate_slow
     begin_use(link);
-    bool sweep = false;
-    if (link.owner.load(std::memory_order_relaxed) == this) {
-      deallocate_into(*local, block, index);
-      sweep = std::exchange(local->sweep_due, false);
-    } else {
-      deallocate_uncached(block, index);
+    if (link.owner.load(std::memory_order_relaxed) != this) {
+      end_use(link);
+      return deallocate_uncached(block, index);
     }
-    end_use(link);
-    if (sweep) reclaim_idle_caches();
+    deallocate_into(*local, block, index);
+    end_use_and_sweep(link, *local);
   } else {
     deallocate_into(own_cache_, block, index);
   }
+}
+
+template <class Policy>
+void size_class_engine<Policy>::overflow_from_fast_use(cache_link& link, size_class_cache& local,
+                                                       unsigned index) noexcept {
+  // Giving blocks back calls upstream, whose own fast paths use the thread's flag: the link's
+  // flag is set before the thread's clears.
+  begin_use(link);
+  end_fast_use();
+  overflow(local, index);
+  end_use_and_sweep(link, local);
+}
+
+template <class Policy>
+void size_class_engine<Policy>::end_use_and_sweep(cache_link& link,
+                                                  size_class_cache& local) noexcept {
+  const bool sweep = std::exchange(local.sweep_due, false);  // read while the cache is ours
+  end_use(link);
+  if (sweep) reclaim_idle_caches();
 }
 
 template <class Policy>
@@ -203,7 +220,7 @@ auto size_class_engine<Policy>::local_cache() noexcept -> size_class_cache* {
     if (size_class_cache* const found = thread_caches_.find(this)) return found;
     // No cache (out of memory, or the thread is past its exit hook): the caller takes the
     // uncached path, which locks the class store for each block.
-    size_class_cache* const made = thread_caches_.find_or_make(this, options_.thread_cache);
+    size_class_cache* const made = thread_caches_.make(this, options_.thread_cache);
     if (made) count_caches(+1);
     return made;
   } else {
@@ -266,8 +283,6 @@ void size_class_engine<Policy>::grow_limit(size_class_cache& local, unsigned ind
     local.limit_bytes += wanted;
     if constexpr (per_thread_caches) cache_limit_bytes_.add(wanted);
   }
-  // Refused for want of the resource's budget: idle threads may be sitting on it, and the
-  // next sweep (note_slow_path) gives their share to the caches that still run.
 }
 
 template <class Policy>
@@ -275,10 +290,12 @@ void size_class_engine<Policy>::note_slow_path(size_class_cache& local) noexcept
   const std::uint64_t count = local.slow_paths.add(1);
   if constexpr (per_thread_caches) {
     if (count % sweep_check_interval != 0 || idle_period_ == 0 || caches_.get() < 2) return;
-    const std::uint64_t now = steady_nanoseconds();
+    // `last` first: read after it, the clock is not behind it (another thread's claim may
+    // land between the two reads, and the replace below then fails).
     const std::uint64_t last = last_sweep_.get();
+    const std::uint64_t now = steady_nanoseconds();
     // Of the threads that see the period over, one wins the sweep; the others carry on.
-    if (now - last >= idle_period_ &&
+    if (now >= last && now - last >= idle_period_ &&
         last_sweep_.replace(last, now))
       local.sweep_due = true;
   }
@@ -316,11 +333,13 @@ std::size_t size_class_engine<Policy>::cache_budget(const size_class_cache& loca
 
 template <class Policy>
 void size_class_engine<Policy>::count_caches(int change) noexcept {
+  // Under a lock so that the share last written is the one of the count last written
+  // (threads arrive and leave rarely; the slow paths read both without it).
+  const std::lock_guard lock(share_mutex_);
   if (change > 0)
     caches_.add(1);
   else
     caches_.subtract(1);
-  // Racing arrivals may compute the share from each other's counts; the next one settles it.
   cache_share_.set(options_.max_cached_total / std::max<std::uint64_t>(caches_.get(), 1));
 }
 
@@ -533,10 +552,9 @@ void size_class_engine<Policy>::trim() noexcept {
   if constexpr (per_thread_caches) {
     // Every thread's cache, parked threads' included, taken while they may be running
     // (thread_cache_directory.hpp); each thread makes a new one at its next call.
-    const bool reclaimed = thread_caches_.reclaim(
-        [](const size_class_cache&) { return true; },
-        [&](size_class_cache& cache) { absorb_exiting_cache(cache); }) > 0;
-    if (!reclaimed && !can_fence_every_thread()) {
+    thread_caches_.reclaim([](const size_class_cache&) { return true; },
+                           [&](size_class_cache& cache) { absorb_exiting_cache(cache); });
+    if (!can_fence_every_thread()) {
       // No process-wide barrier on this system: only the calling thread's own cache.
       if (size_class_cache* const local = thread_caches_.find(this)) {
         for (unsigned index = 0; index < class_count_; ++index) {

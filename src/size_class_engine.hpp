@@ -81,16 +81,7 @@ class size_class_engine {
               end_fast_use();
               return;
             }
-            // Giving blocks back calls upstream, whose own fast paths use the thread's flag:
-            // hand the bracket over to the link's before the flag clears.
-            begin_use(*link);
-            end_fast_use();
-            overflow(local, index);
-            const bool sweep = std::exchange(local.sweep_due, false);  // while still ours
-            end_use(*link);
-            if (sweep) [[unlikely]]
-              reclaim_idle_caches();
-            return;
+            return overflow_from_fast_use(*link, local, index);
           }
           end_fast_use();
         }
@@ -146,6 +137,12 @@ class size_class_engine {
   void deallocate_into(size_class_cache& local, void* block, unsigned index) noexcept;
   void* refill(size_class_cache& local, unsigned index);
   void overflow(size_class_cache& local, unsigned index) noexcept;
+  // deallocate()'s overflow, out of line so that the fast path needs no stack frame: takes the
+  // use over from the thread's fast flag, overflows, ends the use.
+  void overflow_from_fast_use(cache_link& link, size_class_cache& local, unsigned index) noexcept;
+  // Ends a use of the thread's cache, then runs the sweep for idle caches that the use claimed
+  // (note_slow_path): a sweep waits for other threads' uses, so it never runs inside one.
+  void end_use_and_sweep(cache_link& link, size_class_cache& local) noexcept;
   void grow_limit(size_class_cache& local, unsigned index) noexcept;
   // Counts a slow path; now and then claims the next sweep for idle caches (sweep_due), which
   // the caller runs once its use of the cache has ended.
@@ -191,8 +188,8 @@ class size_class_engine {
   std::pmr::memory_resource* const upstream_;
   const size_class_options options_;
   unsigned class_count_ = 0;
-  std::size_t small_limit_ = 0;
-  std::uint64_t idle_period_ = 0;  // cache_idle_time in nanoseconds  // min(table_limit, max_pooled): classes found by table
+  std::size_t small_limit_ = 0;  // min(table_limit, max_pooled): classes found by table
+  std::uint64_t idle_period_ = 0;  // cache_idle_time in nanoseconds
   std::array<std::uint8_t, table_limit / 8 + 1> small_classes_{};
   std::array<class_info, size_classes::count> info_{};
   [[no_unique_address]] std::conditional_t<per_thread_caches, nothing, size_class_cache>
@@ -213,7 +210,8 @@ class size_class_engine {
   alignas(64) shared_counter bytes_from_upstream_;
   shared_counter peak_bytes_from_upstream_;
   // Updated on slow paths only, never by the fast paths.
-  alignas(64) shared_counter caches_;  // caches attached to threads
+  alignas(64) typename traits::mutex share_mutex_;  // count_caches writes the next two under it
+  shared_counter caches_;              // caches attached to threads
   shared_counter cache_share_;         // max_cached_total / caches_, kept as caches come and go
   shared_counter cache_limit_bytes_;   // the caches' limit_bytes added up
   shared_counter last_sweep_;          // steady-clock nanoseconds of the last idle sweep

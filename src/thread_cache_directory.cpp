@@ -67,9 +67,15 @@ cache_link* find_thread_cache(const void* owner) noexcept {
   cache_link** slot = &directory.list;
   while (cache_link* link = *slot) {
     const void* link_owner = link->owner.load(std::memory_order_acquire);
-    if (link_owner == nullptr) {  // its resource was destroyed or released
+    if (link_owner == nullptr) {  // its resource was destroyed or released, or reclaim() took it
       *slot = link->next_in_thread;
       if (directory.last == link) directory.last = nullptr;
+      {
+        // A reclaim() that took the link may still read this thread's flag through it; once
+        // the link is out of the thread's list, the exit hook no longer clears the pointer.
+        const std::lock_guard lock(link->detach_mutex);
+        link->thread_in_fast_use = nullptr;
+      }
       drop_reference(link);
       continue;
     }

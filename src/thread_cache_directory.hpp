@@ -43,8 +43,9 @@ struct cache_link {
   std::atomic<const void*> owner{nullptr};
   // Set by the thread during a use of the cache other than a fast one (begin_use/end_use).
   std::atomic<std::uint32_t> in_use{0};
-  // The thread's fast-use flag (thread_directory::in_fast_use); null once the thread exits.
-  // Read by reclaim() under detach_mutex, which the thread's exit takes before it goes.
+  // The thread's fast-use flag (thread_directory::in_fast_use); null once the thread exits or
+  // drops the link from its list. Read by reclaim() under detach_mutex, which the thread takes
+  // to clear it.
   const std::atomic<std::uint32_t>* thread_in_fast_use = nullptr;
   std::atomic<int> references{2};  // the thread's directory and the owner's registry
   std::mutex detach_mutex;
@@ -157,8 +158,8 @@ class cache_registry {
     while (taken) {
       cache_link* const next = taken->next_reclaimed;
       {
-        // The thread cannot finish exiting (and free its flag) while we hold this; a fast use
-        // takes no lock, so it ends while we wait.
+        // The thread cannot drop the link or finish exiting (and free its flag) while we hold
+        // this; a fast use takes no lock, so it ends while we wait.
         const std::lock_guard detach_lock(taken->detach_mutex);
         if (const auto* fast = taken->thread_in_fast_use)
           while (fast->load(std::memory_order_acquire) != 0) std::this_thread::yield();
@@ -198,8 +199,8 @@ class cache_registry {
 template <class Owner, class Cache>
 class thread_caches {
  public:
-  // The fast path: the calling thread's cache for owner if it is the one the thread used
-  // last, else nullptr. One thread-local load and one compare, inlined into the caller.
+  // The calling thread's cache for owner if it is the one the thread used last, else nullptr:
+  // one thread-local load and one compare (find's first step).
   static Cache* last_used(const Owner* owner) noexcept {
     cache_link* const link = this_thread_caches.last;
     if (link != nullptr && link->owner.load(std::memory_order_relaxed) == owner) [[likely]]
@@ -220,6 +221,12 @@ class thread_caches {
   template <class... Args>
   Cache* find_or_make(Owner* owner, Args&&... args) noexcept {
     if (Cache* const cache = find(owner)) return cache;
+    return make(owner, std::forward<Args>(args)...);
+  }
+
+  // A new cache for owner, for a caller that found none (find); nullptr as find_or_make.
+  template <class... Args>
+  Cache* make(Owner* owner, Args&&... args) noexcept {
     if (this_thread_caches.exited) return nullptr;
     linked* fresh = nullptr;
     try {

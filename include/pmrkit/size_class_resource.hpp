@@ -10,12 +10,12 @@
 //
 // Thread-safety: size_class_resource may be used from any threads at once, and a block may be
 // freed on a thread other than the one that allocated it. Each thread keeps a small cache per
-// resource, so the common allocate/free takes no lock; the caches of all threads together
-// stay within max_cached_total, a thread that exits gives its cache back, so does (taken by
-// another thread) one idle for cache_idle_time, trim() takes every thread's cache back
-// (parked threads' included), and destroying the resource while other threads still hold
-// cached blocks is safe (those threads simply forget them). size_class_unsync_resource is the same engine without
-// atomics or locks: one thread at a time.
+// resource, so the common allocate/free takes no lock. The caches of all threads together stay
+// within max_cached_total (each may always have 16 KiB); a thread that exits gives its cache
+// back, and so does one idle for cache_idle_time (taken by another thread); trim() takes every
+// thread's cache back (parked threads' included); destroying the resource while other threads
+// still hold cached blocks is safe (those threads simply forget them).
+// size_class_unsync_resource is the same engine without atomics or locks: one thread at a time.
 // Ownership: upstream is borrowed and must outlive the resource (and, for the synchronized
 // resource, be safe to call from several threads). The resource is neither copyable nor
 // movable; release() and destruction must not run concurrently with other calls on it.
