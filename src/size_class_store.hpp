@@ -50,27 +50,34 @@ struct alignas(64) class_store {
   }
 
   // Moves at least `wanted` blocks (fewer if the class's chunks run out) and at most `most`
-  // onto `out`. A chunk gives all its free blocks when they fit under `most`, so a cache holds
-  // blocks of few chunks; each chunk's blocks go out in address order, lowest first, read from
-  // its bitmap without touching a free block until it is linked.
+  // onto the front of `out`. A chunk gives all its free blocks when they fit under `most`, so a
+  // cache holds blocks of few chunks; the blocks go out in address order, lowest first, chunk
+  // after chunk, read from each chunk's bitmap without touching a free block until it is linked.
   void take(const class_info& info, std::uint32_t wanted, std::uint32_t most,
             block_list& out) noexcept {
-    const std::uint32_t before = out.count;
     wanted = std::min(wanted, most);
-    while (out.count < wanted) {
+    void* first = nullptr;
+    void* last = nullptr;
+    std::uint32_t taken = 0;
+    while (taken < wanted) {
       chunk_header* const chunk = partial.front();
       if (!chunk) break;
-      const std::uint32_t n = out.count + chunk->free_count <= most
+      const std::uint32_t n = out.count + taken + chunk->free_count <= most
                                   ? chunk->free_count
-                                  : std::min(chunk->free_count, wanted - out.count);
-      take_lowest(chunk, info, n, out);
+                                  : std::min(chunk->free_count, wanted - taken);
+      take_lowest(chunk, info, n, first, last);
+      taken += n;
       if (chunk->exhausted()) {
         partial.remove(chunk);
         chunk->state = chunk_state::full;
         full.push_front(chunk);
       }
     }
-    blocks_out += out.count - before;
+    if (taken == 0) return;
+    set_next(last, out.head);
+    out.head = first;
+    out.count += taken;
+    blocks_out += taken;
   }
 
   // Takes back the first `count` blocks linked from `blocks` and returns what followed them
@@ -131,14 +138,13 @@ struct alignas(64) class_store {
   }
 
  private:
-  // Links the chunk's `n` lowest free blocks, in address order, in front of `out`.
+  // Links the chunk's `n` lowest free blocks, in address order, after `last` (the chain
+  // first..last grows at its end; the caller ends it).
   static void take_lowest(chunk_header* chunk, const class_info& info, std::uint32_t n,
-                          block_list& out) noexcept {
+                          void*& first, void*& last) noexcept {
     if (n == 0) return;
     std::byte* const base = base_of_chunk(chunk, info.chunk_bytes);
     std::uint64_t* const bits = free_bits(chunk);
-    void* first = nullptr;
-    void* last = nullptr;
     std::uint32_t taken = 0;
     for (std::size_t w = 0; taken < n; ++w) {
       std::uint64_t word = bits[w];
@@ -155,9 +161,6 @@ struct alignas(64) class_store {
       }
       bits[w] = word;
     }
-    set_next(last, out.head);
-    out.head = first;
-    out.count += n;
     chunk->free_count -= n;
   }
 };
