@@ -21,8 +21,9 @@ struct free_list {
   void* head = nullptr;
   Counter<std::uint64_t> allocations;  // frees are derived: blocks out of the store - live
   Counter<std::uint32_t> count;        // blocks on the list (stats() reads it from any thread)
-  // More than this many on the list: give some back. Starts at 0 and grows by a batch on each
-  // refill, within the cache's byte budget (see size_class_cache).
+  // More than this many on the list: give some back. Starts at 0 and grows on each refill,
+  // doubling up to a batch and then a batch at a time, within the cache's byte budget (see
+  // size_class_cache); other classes' refills halve it when the budget runs out.
   std::uint32_t limit = 0;
   std::uint64_t unused_padding = 0;
 };

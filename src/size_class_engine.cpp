@@ -271,7 +271,12 @@ void size_class_engine<Policy>::grow_limit(size_class_cache& local, unsigned ind
   free_list& list = local.lists[index];
   const class_info& info = info_[index];
   if (list.limit >= info.max_limit) return;
-  const std::uint32_t step = std::min(info.batch, info.max_limit - list.limit);
+  // The limit doubles up to a batch, then grows a batch at a time: a class that misses once
+  // costs the budget one block, not a batch, so a budget smaller than what the thread's
+  // classes would like is shared out in small steps instead of whole batches that the next
+  // miss of another class flushes again (docs/size_class.md, "A budget too small").
+  const std::uint32_t step = std::min(
+      {info.batch, std::max<std::uint32_t>(list.limit, 1), info.max_limit - list.limit});
   const std::size_t wanted = step * info.block_size;
   const std::size_t budget = cache_budget(local);
   // Out of budget: take limit back from other classes. A class this thread has stopped using
@@ -310,7 +315,8 @@ void size_class_engine<Policy>::shrink_to(size_class_cache& local, std::size_t b
     local.steal_cursor = victim + 1 < class_count_ ? victim + 1 : 0;
     free_list& other = local.lists[victim];
     if (victim == keep || other.limit == 0) continue;
-    const std::uint32_t cut = std::min(other.limit, info_[victim].batch);
+    // Halving, as the limit grew: a class in use keeps half of what it had.
+    const std::uint32_t cut = std::max<std::uint32_t>(other.limit / 2, 1);
     other.limit -= cut;
     local.limit_bytes -= cut * info_[victim].block_size;
     const auto held = static_cast<std::uint32_t>(other.count.get());

@@ -21,7 +21,7 @@ struct class_info {
   std::uint64_t block_reciprocal = 0;  // for block_index (size_class_chunk.hpp)
   std::size_t chunk_bytes = 0;
   std::uint32_t capacity = 0;  // blocks per chunk
-  std::uint32_t batch = 0;      // blocks per refill, and the step a cache's limit grows by
+  std::uint32_t batch = 0;      // blocks per refill at most, and the most a limit grows by at once
   std::uint32_t max_limit = 0;  // blocks of the class a cache may hold at most
 };
 

@@ -323,6 +323,33 @@ TEMPLATE_TEST_CASE("size_class: with thread_cache=0 every free reaches the share
   CHECK(upstream.stats().bytes_in_use == 0);  // every chunk emptied and went back
 }
 
+// A thread that misses a class once should not take a whole batch of it: with a budget smaller
+// than what its classes would like, batch-sized limits made every miss flush another class's
+// batch, and a 256 KiB cache ran mixed sizes slower than no cache (docs/size_class.md).
+TEMPLATE_TEST_CASE("size_class: a class's cache starts at one block and doubles to a batch",
+                   "[size_class]", size_class_resource, size_class_unsync_resource) {
+  TestType r;
+  constexpr std::size_t size = 96;
+  const auto of_size = [&] {
+    for (const auto& c : r.stats().classes)
+      if (c.block_size == size) return c;
+    FAIL("no class of " << size << " bytes");
+    return size_class_stats::size_class{};
+  };
+  const auto cached = [&] { return of_size().cached_blocks; };
+  REQUIRE(of_size().blocks_per_chunk >= 133);  // the refills below come from one chunk
+  // Each miss doubles the class's limit (1, 2, 4, ..., then the batch: 32 KiB or 64 blocks)
+  // and takes limit + 1 blocks, the one handed out and the limit's worth cached.
+  std::vector<void*> blocks;
+  for (const std::uint64_t expected : {1, 2, 4, 8, 16, 32, 63}) {
+    blocks.push_back(r.allocate(size, 16));
+    CHECK(cached() == expected);
+    while (cached() > 0) blocks.push_back(r.allocate(size, 16));
+  }
+  CHECK(blocks.size() == 1 + 2 + 4 + 8 + 16 + 32 + 63 + 7);
+  for (void* p : blocks) r.deallocate(p, size, 16);
+}
+
 // Issue 12: a container built after another was destroyed should land as it would in fresh
 // memory, so that reading it in the order it was built walks memory forwards.
 TEMPLATE_TEST_CASE("size_class: blocks freed in scattered order come back lowest address first",
