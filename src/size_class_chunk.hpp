@@ -4,8 +4,9 @@
 // holding blocks of one class from its start and its header in its last 64 bytes. The
 // alignment lets a block find its header with a mask; putting the header last keeps every
 // block at a multiple of its size from an aligned address, so blocks are naturally aligned
-// (a power-of-two class gives up its last block for this, but the pages of that block are
-// never touched, so only address space is spent).
+// (a power-of-two class gives up its last block for this; of that block only the page that
+// holds the header and the bitmap is touched, so from 8 KiB blocks up most of it is address
+// space, but a 4 KiB class loses the whole block's page, 1/16 of its chunk).
 //
 // Which blocks of a chunk are free (in the shared store, not out in a cache or with a caller)
 // is a bitmap just below the header, one bit per block, not a list threaded through the

@@ -85,7 +85,7 @@ TEMPLATE_TEST_CASE("size_class: a churned mixed live set holds at most 1.17x its
   TestType r({}, &upstream);
   mixed_live_set set(r, 20'000);
   set.churn(400'000);
-  // Peak held over peak live: class rounding (~4.4%), chunk tails, the thread cache and the
+  // Peak held over peak live: class rounding (~5.2%), chunk tails, the thread cache and the
   // chunks each class keeps for its own ups and downs. 1.190 before empty chunks were shared
   // between classes and sparse chunks left to drain, 1.178 before eight classes per power of
   // two above 2 KiB (1.156-1.165 since, over six seeds of the footprint tool).
