@@ -310,12 +310,18 @@ template <class Policy>
 void size_class_engine<Policy>::shrink_to(size_class_cache& local, std::size_t budget,
                                           unsigned keep) noexcept {
   const std::size_t before = local.limit_bytes;
-  for (unsigned tries = 0; tries < class_count_ && local.limit_bytes > budget; ++tries) {
+  // Round robin until the limits fit, or a whole round found nothing left to cut. Each visit
+  // halves a limit (as limits grow, by doubling), so a cache far over its budget (threads
+  // came while it was large) takes several rounds, all within this one slow path.
+  for (unsigned fruitless = 0; fruitless < class_count_ && local.limit_bytes > budget;) {
     const unsigned victim = local.steal_cursor;
     local.steal_cursor = victim + 1 < class_count_ ? victim + 1 : 0;
     free_list& other = local.lists[victim];
-    if (victim == keep || other.limit == 0) continue;
-    // Halving, as the limit grew: a class in use keeps half of what it had.
+    if (victim == keep || other.limit == 0) {
+      ++fruitless;
+      continue;
+    }
+    fruitless = 0;
     const std::uint32_t cut = std::max<std::uint32_t>(other.limit / 2, 1);
     other.limit -= cut;
     local.limit_bytes -= cut * info_[victim].block_size;

@@ -147,7 +147,7 @@ class size_class_engine {
   // Counts a slow path; now and then claims the next sweep for idle caches (sweep_due), which
   // the caller runs once its use of the cache has ended.
   void note_slow_path(size_class_cache& local) noexcept;
-  // Lowers other classes' limits, round robin, until the cache's limits fit in `budget`,
+  // Halves other classes' limits, round robin, until the cache's limits fit in `budget`,
   // flushing what they hold beyond their new limits. `keep` is left alone.
   void shrink_to(size_class_cache& local, std::size_t budget, unsigned keep) noexcept;
   // What this cache's limits may add up to now: thread_cache, or its share of

@@ -1,7 +1,7 @@
 // size_class_resource in a service with many threads (issue 15): trim() takes the caches of
-// parked threads, the caches of a resource share max_cached_total, a busy thread takes the
-// share of threads that went idle, and the caches of threads that stay idle go back without
-// trim().
+// parked threads, the caches of a resource share max_cached_total (and one over its share
+// shrinks to it at its next slow path), a busy thread takes the share of threads that went
+// idle, and the caches of threads that stay idle go back without trim().
 #include <barrier>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -165,6 +165,48 @@ TEST_CASE("size_class: the caches of 64 threads share max_cached_total", "[size_
   const size_class_stats old = parked_pool(unbounded);
   CHECK(old.cached_bytes > 4 * bounded.cached_bytes);
   CHECK(old.bytes_from_upstream > 3 * bounded.bytes_from_upstream / 2);
+}
+
+// A cache that grew while its thread was alone shrinks to its share at its next slow path once
+// more threads came, all the way: a victim's limit is halved, so one pass over the classes
+// is not always enough.
+TEST_CASE("size_class: a cache over its share shrinks to it at its next slow path",
+          "[size_class][threads]") {
+  constexpr unsigned newcomers = 15;
+  size_class_options options;
+  options.max_cached_total = 1 * mib;  // this thread alone: 1 MiB; with 16 caches: 64 KiB each
+  options.cache_idle_time = {};         // no idle sweeps: only the share moves the limits
+  size_class_resource pool(options);
+  std::vector<void*> blocks;
+  for (int round = 0; round < 8; ++round) {
+    for (const std::size_t size : {64, 128, 256, 512, 1024, 2048, 3072, 4096}) {
+      for (int i = 0; i < 100; ++i) blocks.push_back(pool.allocate(size));
+      for (void* p : blocks) pool.deallocate(p, size);
+      blocks.clear();
+    }
+  }
+  const size_class_stats alone = pool.stats();
+  REQUIRE(alone.cache_limit_bytes > options.max_cached_total / 2);
+
+  std::barrier arrived(newcomers + 1);
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < newcomers; ++t) {
+    threads.emplace_back([&] {
+      pool.deallocate(pool.allocate(64), 64);  // a cache with one block
+      arrived.arrive_and_wait();               // made
+      arrived.arrive_and_wait();               // checked
+    });
+  }
+  arrived.arrive_and_wait();
+  // One slow path: the first request of a class this thread never used misses its cache.
+  pool.deallocate(pool.allocate(8), 8);
+  const size_class_stats crowded = pool.stats();
+  arrived.arrive_and_wait();
+  for (std::thread& t : threads) t.join();
+  INFO("limits alone " << alone.cache_limit_bytes << ", after one slow path among 16 caches "
+                       << crowded.cache_limit_bytes);
+  // The share (64 KiB) and the newcomers' one-block limits.
+  CHECK(crowded.cache_limit_bytes <= 64 * 1024 + newcomers * 1024);
 }
 
 TEST_CASE("size_class: a busy thread takes the share of threads that went idle",
