@@ -281,8 +281,15 @@ void size_class_engine<Policy>::grow_limit(size_class_cache& local, unsigned ind
   const std::size_t budget = cache_budget(local);
   // Out of budget: take limit back from other classes. A class this thread has stopped using
   // gives up its blocks here, and a cache over its share of max_cached_total shrinks to it.
-  if (local.limit_bytes + wanted > budget)
-    shrink_to(local, budget > wanted ? budget - wanted : 0, index);
+  // A step that would not fit even if every other class gave up everything is refused before
+  // they give anything (the cache still moves to its share).
+  if (local.limit_bytes + wanted > budget) {
+    if (std::size_t{list.limit} * info.block_size + wanted > budget) {
+      if (local.limit_bytes > budget) shrink_to(local, budget, index);
+      return;
+    }
+    shrink_to(local, budget - wanted, index);
+  }
   if (local.limit_bytes + wanted <= budget) {
     list.limit += step;
     local.limit_bytes += wanted;

@@ -353,6 +353,35 @@ TEMPLATE_TEST_CASE("size_class: a class's cache starts at one block and doubles 
   for (void* p : blocks) r.deallocate(p, size, 16);
 }
 
+// A class whose next growth step could not fit in the budget even if every other class gave up
+// its limit is refused at once, without emptying the other classes first (a thread among many
+// has a small share, and a large class's step is a large part of it).
+TEST_CASE("size_class: a growth that cannot fit leaves the other classes' caches alone",
+          "[size_class]") {
+  size_class_options options;
+  options.max_cached_total = 20 * 1024;  // one thread: a 20 KiB budget
+  options.cache_idle_time = {};
+  size_class_resource r(options);
+  const auto cached_of = [&](std::size_t size) {
+    for (const auto& c : r.stats().classes)
+      if (c.block_size == size) return c.cached_blocks;
+    return std::uint64_t{0};
+  };
+  std::vector<void*> blocks;
+  for (int i = 0; i < 4; ++i) blocks.push_back(r.allocate(4096));  // 4 KiB limit: 1, then 2
+  for (void* p : blocks) r.deallocate(p, 4096);
+  blocks.clear();
+  for (int i = 0; i < 10; ++i) blocks.push_back(r.allocate(64));
+  for (void* p : blocks) r.deallocate(p, 64);
+  blocks.clear();
+  const std::uint64_t small_cached = cached_of(64);
+  REQUIRE(small_cached > 0);
+  // The 4 KiB class grows to 4 blocks (16 KiB); its next step (16 KiB more) cannot fit in 20.
+  for (int i = 0; i < 20; ++i) blocks.push_back(r.allocate(4096));
+  CHECK(cached_of(64) == small_cached);
+  for (void* p : blocks) r.deallocate(p, 4096);
+}
+
 // Issue 12: a container built after another was destroyed should land as it would in fresh
 // memory, so that reading it in the order it was built walks memory forwards.
 TEMPLATE_TEST_CASE("size_class: blocks freed in scattered order come back lowest address first",
