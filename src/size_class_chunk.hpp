@@ -1,7 +1,7 @@
 // Internal: a chunk of size_class_resource, and the intrusive lists that hold chunks.
 //
 // A chunk is one upstream allocation of chunk_bytes (a power of two), aligned to chunk_bytes,
-// holding blocks of one class from its start and its header in its last 64 bytes. The
+// holding blocks of one class from its start and its header in its last 32 bytes. The
 // alignment lets a block find its header with a mask; putting the header last keeps every
 // block at a multiple of its size from an aligned address, so blocks are naturally aligned
 // (a power-of-two class gives up its last block for this; of that block only the page that
@@ -41,7 +41,7 @@ enum class chunk_state : std::uint8_t { partial, full, empty };
 struct chunk_header {
   chunk_header* prev = nullptr;
   chunk_header* next = nullptr;
-  std::size_t bytes = 0;         // of the whole chunk, for whoever frees it
+  std::uint32_t bytes = 0;       // of the whole chunk (at most largest_chunk_bytes), for whoever frees it
   std::uint32_t free_count = 0;  // blocks whose bit is set
   std::uint32_t capacity = 0;
   chunk_state state = chunk_state::partial;
@@ -51,8 +51,12 @@ struct chunk_header {
   bool exhausted() const noexcept { return free_count == 0; }
 };
 
-inline constexpr std::size_t chunk_header_space = 64;
+// The header takes the chunk's last 32 bytes and its bitmap lies just below, so a bitmap of up
+// to 256 blocks (every class from 16 bytes up) shares the header's cache line: a block that
+// comes back costs one metadata line, not two.
+inline constexpr std::size_t chunk_header_space = 32;
 static_assert(sizeof(chunk_header) <= chunk_header_space);
+static_assert(smallest_chunk_bytes % 64 == 0);
 
 constexpr std::size_t bitmap_words(std::uint32_t capacity) noexcept { return (capacity + 63) / 64; }
 
@@ -69,9 +73,14 @@ inline chunk_header* header_of_block(void* block, std::size_t chunk_bytes) noexc
   const auto address = reinterpret_cast<std::uintptr_t>(block);
   return header_of_chunk(reinterpret_cast<std::byte*>(address & ~(chunk_bytes - 1)), chunk_bytes);
 }
-// The free-block bitmap: bit i of word i / 64 is block i, set while the block is free.
+// The free-block bitmap: bit i of word i / 64 is block i, set while the block is free. The
+// class's capacity, when the caller has it, finds the bitmap without waiting for the header's
+// line to arrive, so that both loads of a returning block are in flight at once.
+inline std::uint64_t* free_bits(chunk_header* header, std::uint32_t capacity) noexcept {
+  return reinterpret_cast<std::uint64_t*>(header) - bitmap_words(capacity);
+}
 inline std::uint64_t* free_bits(chunk_header* header) noexcept {
-  return reinterpret_cast<std::uint64_t*>(header) - bitmap_words(header->capacity);
+  return free_bits(header, header->capacity);
 }
 
 // Blocks of block_size that fit in a chunk beside the header and their bitmap.

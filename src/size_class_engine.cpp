@@ -33,6 +33,22 @@ constexpr bool every_class_gets_seven_blocks() {
   return true;
 }
 static_assert(every_class_gets_seven_blocks());
+// A returning block costs one metadata line when its chunk's bitmap shares the header's line
+// (size_class_chunk.hpp): at most four words, 256 blocks. A chunk of a class holds fewer than
+// 256 blocks unless it is the smallest chunk, which the 8-byte class alone overfills.
+constexpr bool bitmaps_share_the_header_line() {
+  for (unsigned index = 0; index < size_classes::count; ++index) {
+    const std::size_t size = size_classes::size_of(index);
+    if (size < 16) continue;
+    const std::size_t most_chunk_bytes = std::max(
+        {smallest_chunk_bytes, min_chunk_bytes(size), std::bit_ceil(small_class_blocks * size)});
+    if (bitmap_words(blocks_per_chunk(most_chunk_bytes, size)) * sizeof(std::uint64_t) +
+            chunk_header_space > 64)
+      return false;
+  }
+  return true;
+}
+static_assert(bitmaps_share_the_header_line());
 // A refill moves at most this many bytes (and 64 blocks), so a refill is cheap and a thread
 // does not hoard blocks of a class it used once.
 constexpr std::size_t refill_bytes = 32 * 1024;
@@ -455,7 +471,7 @@ chunk_header* size_class_engine<Policy>::obtain_chunk(unsigned index) {
   chunk_header* chunk = empty_chunks_.take(info.chunk_bytes);
   if (!chunk) chunk = new_chunk(info.chunk_bytes);
   *chunk = chunk_header{};
-  chunk->bytes = info.chunk_bytes;
+  chunk->bytes = static_cast<std::uint32_t>(info.chunk_bytes);
   chunk->capacity = info.capacity;
   reset_free_bits(chunk);
   return chunk;

@@ -95,7 +95,7 @@ struct alignas(64) class_store {
                                                           base_of_chunk(chunk, info.chunk_bytes));
       const std::uint32_t index = block_index(offset, info.block_reciprocal);
       const std::uint64_t bit = std::uint64_t{1} << (index % 64);
-      std::uint64_t& word = free_bits(chunk)[index / 64];
+      std::uint64_t& word = free_bits(chunk, info.capacity)[index / 64];
       assert(offset == index * info.block_size && "pmrkit: size_class: not a block of this class");
       assert(!(word & bit) && "pmrkit: size_class: block freed twice");
       word |= bit;
@@ -144,7 +144,7 @@ struct alignas(64) class_store {
                           void*& first, void*& last) noexcept {
     if (n == 0) return;
     std::byte* const base = base_of_chunk(chunk, info.chunk_bytes);
-    std::uint64_t* const bits = free_bits(chunk);
+    std::uint64_t* const bits = free_bits(chunk, info.capacity);
     std::uint32_t taken = 0;
     for (std::size_t w = 0; taken < n; ++w) {
       std::uint64_t word = bits[w];
