@@ -18,6 +18,7 @@
 // every lower block is out.
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -41,7 +42,7 @@ enum class chunk_state : std::uint8_t { partial, full, empty };
 struct chunk_header {
   chunk_header* prev = nullptr;
   chunk_header* next = nullptr;
-  std::uint32_t bytes = 0;       // of the whole chunk (at most largest_chunk_bytes), for whoever frees it
+  std::uint32_t bytes = 0;       // of the whole chunk, for whoever frees it (fits: see below)
   std::uint32_t free_count = 0;  // blocks whose bit is set
   std::uint32_t capacity = 0;
   chunk_state state = chunk_state::partial;
@@ -89,6 +90,24 @@ constexpr std::uint32_t blocks_per_chunk(std::size_t chunk_bytes, std::size_t bl
   auto blocks = static_cast<std::uint32_t>(space / block_size);
   while (blocks * block_size + bitmap_words(blocks) * sizeof(std::uint64_t) > space) --blocks;
   return blocks;
+}
+
+// A class's chunk has room for at least this many blocks, so large classes are not all waste.
+// The header takes the chunk's end, so a power-of-two class gets one block fewer: seven.
+inline constexpr std::size_t min_blocks_per_chunk = 8;
+// A small class's chunk holds about this many blocks, up to chunk_size: a class gets chunks in
+// proportion to its blocks, so the partly used chunk each class in use keeps costs little.
+inline constexpr std::size_t small_class_blocks = 128;
+
+// The chunk bytes of a class of `block_size` under the chunk_size option.
+constexpr std::size_t class_chunk_bytes(std::size_t block_size, std::size_t chunk_size) noexcept {
+  const std::size_t for_small_class = std::bit_ceil(small_class_blocks * block_size);
+  const std::size_t within_option =
+      for_small_class < smallest_chunk_bytes ? smallest_chunk_bytes
+      : for_small_class > chunk_size         ? chunk_size
+                                             : for_small_class;
+  const std::size_t least = std::bit_ceil(min_blocks_per_chunk * block_size);
+  return least > within_option ? least : within_option;
 }
 
 // Marks every block of a chunk free: a fresh chunk, or one that changes class.

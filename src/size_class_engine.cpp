@@ -14,19 +14,10 @@
 namespace pmrkit::detail {
 namespace {
 
-// A class's chunk has room for at least this many blocks, so large classes are not all waste.
-// The header takes the last 64 bytes, so a power-of-two class gets one block fewer: seven.
-constexpr std::size_t min_blocks_per_chunk = 8;
-constexpr std::size_t min_chunk_bytes(std::size_t block_size) {
-  return std::bit_ceil(min_blocks_per_chunk * block_size);
-}
-// A small class's chunk holds about this many blocks, up to chunk_size: a class gets chunks in
-// proportion to its blocks, so the partly used chunk each class in use keeps costs little.
-constexpr std::size_t small_class_blocks = 128;
 constexpr bool every_class_gets_seven_blocks() {
   for (unsigned index = 0; index < size_classes::count; ++index) {
     const std::size_t size = size_classes::size_of(index);
-    if (blocks_per_chunk(std::max(smallest_chunk_bytes, min_chunk_bytes(size)), size) <
+    if (blocks_per_chunk(class_chunk_bytes(size, smallest_chunk_bytes), size) <
         min_blocks_per_chunk - (std::has_single_bit(size) ? 1 : 0))
       return false;
   }
@@ -40,9 +31,8 @@ constexpr bool bitmaps_share_the_header_line() {
   for (unsigned index = 0; index < size_classes::count; ++index) {
     const std::size_t size = size_classes::size_of(index);
     if (size < 16) continue;
-    const std::size_t most_chunk_bytes = std::max(
-        {smallest_chunk_bytes, min_chunk_bytes(size), std::bit_ceil(small_class_blocks * size)});
-    if (bitmap_words(blocks_per_chunk(most_chunk_bytes, size)) * sizeof(std::uint64_t) +
+    if (bitmap_words(blocks_per_chunk(class_chunk_bytes(size, largest_chunk_bytes), size)) *
+                sizeof(std::uint64_t) +
             chunk_header_space > 64)
       return false;
   }
@@ -107,10 +97,7 @@ size_class_engine<Policy>::size_class_engine(const size_class_options& options,
     class_info& info = info_[index];
     info.block_size = size_classes::size_of(index);
     info.block_reciprocal = block_reciprocal(info.block_size);
-    info.chunk_bytes = std::max(
-        min_chunk_bytes(info.block_size),
-        std::clamp(std::bit_ceil(small_class_blocks * info.block_size), smallest_chunk_bytes,
-                   options.chunk_size));
+    info.chunk_bytes = class_chunk_bytes(info.block_size, options.chunk_size);
     info.capacity = blocks_per_chunk(info.chunk_bytes, info.block_size);
     info.batch = static_cast<std::uint32_t>(
         std::clamp<std::size_t>(refill_bytes / info.block_size, 1, max_batch));

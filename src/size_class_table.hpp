@@ -8,12 +8,20 @@
 // large blocks. Each class also keeps partly used chunks of its own, so finer steps below
 // 2 KiB cost more than they save (docs/size_class.md, "Memory held for what is live").
 // Every power of two from 8 up is a class, which is what alignment requests fall back to.
+//
+// Those are the nominal sizes. A class up to 4 KiB whose blocks leave room at the end of its
+// chunk (at the default chunk_size) is then widened to fill it: as many blocks per chunk, each
+// larger, so the chunk's tail is not wasted and more requests fit the class (19 blocks of 3328
+// bytes leave 2.3 KiB of a 64 KiB chunk unused; 19 of 3440, 64 bytes). Powers of two stay.
 #pragma once
 
 #include <array>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+
+#include "pmrkit/size_class_resource.hpp"
+#include "size_class_chunk.hpp"
 
 namespace pmrkit::detail::size_classes {
 
@@ -42,8 +50,8 @@ inline constexpr auto first_indices = [] {
   return first;
 }();
 
-// The class index of a request of `bytes`, 1 <= bytes <= largest.
-constexpr unsigned index_of(std::size_t bytes) noexcept {
+// The nominal class index of a request of `bytes` and the nominal size of a class (above).
+constexpr unsigned nominal_index_of(std::size_t bytes) noexcept {
   if (bytes <= 8) return 0;
   if (bytes <= 128) return static_cast<unsigned>((bytes + 15) >> 4);
   // bytes lies in (2^(width-1), 2^width], which is cut into steps of 2^(width-1-step_bits).
@@ -53,13 +61,44 @@ constexpr unsigned index_of(std::size_t bytes) noexcept {
          static_cast<unsigned>((bytes - 1 - half) >> (width - 1 - step_bits_of(width)));
 }
 
-constexpr std::size_t size_of(unsigned index) noexcept {
+constexpr std::size_t nominal_size_of(unsigned index) noexcept {
   if (index == 0) return 8;
   if (index <= 8) return std::size_t{index} * 16;
   unsigned width = 8;
   while (width < largest_width && first_indices[width + 1] <= index) ++width;
   const std::size_t half = std::size_t{1} << (width - 1);
   return half + (index - first_indices[width] + 1) * (half >> step_bits_of(width));
+}
+
+// Classes above this are not widened: their chunks hold 16 blocks or fewer, so a widened
+// class would reach into the next one.
+inline constexpr std::size_t largest_widened = 4096;
+
+// A nominal size widened to the largest multiple of 16 that fits as many blocks in the class's
+// chunk at the default chunk_size (size_class_chunk.hpp).
+constexpr std::size_t widened(std::size_t nominal) noexcept {
+  if (std::has_single_bit(nominal) || nominal > largest_widened) return nominal;
+  const std::size_t chunk = class_chunk_bytes(nominal, size_class_options{}.chunk_size);
+  const std::uint32_t blocks = blocks_per_chunk(chunk, nominal);
+  const std::size_t space =
+      chunk - chunk_header_space - bitmap_words(blocks) * sizeof(std::uint64_t);
+  return space / blocks / 16 * 16;
+}
+
+inline constexpr auto class_sizes = [] {
+  std::array<std::size_t, count> sizes{};
+  for (unsigned index = 0; index < count; ++index) sizes[index] = widened(nominal_size_of(index));
+  return sizes;
+}();
+
+constexpr std::size_t size_of(unsigned index) noexcept { return class_sizes[index]; }
+
+// The class index of a request of `bytes`, 1 <= bytes <= largest: its nominal class, or the
+// one below when widening made that one large enough (never more than one: each widened
+// class stays below the next nominal size, which table_is_consistent checks).
+constexpr unsigned index_of(std::size_t bytes) noexcept {
+  const unsigned nominal = nominal_index_of(bytes);
+  return nominal > 0 && class_sizes[nominal - 1] >= bytes ? nominal - 1 : nominal;
 }
 
 // Blocks of a class lie at multiples of their size from an aligned chunk start, so this is the
@@ -76,6 +115,8 @@ constexpr bool table_is_consistent() {
     if (index_of(size) != i) return false;
     if (i > 0 && index_of(size_of(i - 1) + 1) != i) return false;
     if (size % 8 != 0 || (i > 0 && size % 16 != 0)) return false;
+    if (size < nominal_size_of(i)) return false;
+    if (i + 1 < count && size >= nominal_size_of(i + 1)) return false;
   }
   for (std::size_t p = smallest; p <= largest; p *= 2)
     if (size_of(index_of(p)) != p) return false;

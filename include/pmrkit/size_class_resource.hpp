@@ -1,8 +1,9 @@
 // pmrkit/size_class_resource.hpp — pmrkit's own size-class pool.
 //
 // Requests up to max_pooled bytes are rounded up to one of ~65 size classes (8, 16, then steps
-// of 16 up to 128, four classes per power of two up to 2 KiB, eight above) and served from
-// chunks that the resource takes from `upstream`, one chunk per class at a time. Larger
+// of 16 up to 128, four classes per power of two up to 2 KiB, eight above; those up to 4 KiB
+// widened to fill their chunks) and served from chunks that the resource takes from
+// `upstream`, one chunk per class at a time. Larger
 // requests, and alignments a class cannot provide, go straight to upstream and straight back
 // on free.
 // Chunks whose blocks are all free go back to upstream once more than max_retained bytes sit
