@@ -10,6 +10,10 @@
 //   AllocMixedShared  AllocMixed on one resource shared by 1 or 2 threads; every 16th block is
 //                     swapped through a shared mailbox, so the other thread frees it
 //                     (cross-thread frees); threads:2 only for thread-safe strategies
+//   AllocScatter      20,000 blocks of 16..128 bytes allocated one after another, then freed
+//                     in a random order, as a node container is destroyed in hash order; one
+//                     op = the whole set (items = blocks). Frees far from where they were
+//                     allocated are where a pool's bookkeeping costs most (issue 12's destroy).
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -52,6 +56,44 @@ void alloc_batch(benchmark::State& state, const std::string& spec) {
     });
   });
   state.SetItemsProcessed(state.iterations());
+}
+
+// AllocScatter's sizes and the order its blocks are freed in, the same for every row.
+struct scatter_script {
+  static constexpr std::size_t blocks = 20'000;
+  std::vector<std::uint32_t> sizes;
+  std::vector<std::uint32_t> free_order;
+};
+
+const scatter_script& the_scatter_script() {
+  static const scatter_script script = [] {
+    scatter_script out;
+    std::mt19937 random(12);
+    std::uniform_int_distribution<std::uint32_t> size(16, 128);
+    for (std::size_t i = 0; i < scatter_script::blocks; ++i) {
+      out.sizes.push_back(size(random));
+      out.free_order.push_back(static_cast<std::uint32_t>(i));
+    }
+    std::shuffle(out.free_order.begin(), out.free_order.end(), random);
+    return out;
+  }();
+  return script;
+}
+
+void alloc_scatter(benchmark::State& state, const std::string& spec) {
+  const scatter_script& script = the_scatter_script();
+  run_row(state, spec, [&](benchmark::State& st, row_pass& pass) {
+    strategy_under_test s(spec, pass);
+    std::pmr::memory_resource* r = s.resource();
+    std::vector<void*> blocks(scatter_script::blocks);
+    pass.loop(st, [&] {
+      for (std::size_t i = 0; i < blocks.size(); ++i) blocks[i] = r->allocate(script.sizes[i], 8);
+      benchmark::DoNotOptimize(blocks.data());
+      for (const std::uint32_t i : script.free_order) r->deallocate(blocks[i], script.sizes[i], 8);
+      s.recycle_if_needed();
+    });
+  });
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(scatter_script::blocks));
 }
 
 struct live_block {
@@ -177,6 +219,7 @@ void register_alloc_patterns() {
     const bool reuses = is_reference || reuses_memory(spec);
     benchmark::RegisterBenchmark(("AllocPairs/" + spec).c_str(), alloc_pairs, spec);
     benchmark::RegisterBenchmark(("AllocBatch/" + spec).c_str(), alloc_batch, spec);
+    benchmark::RegisterBenchmark(("AllocScatter/" + spec).c_str(), alloc_scatter, spec);
     // A live set on a resource that never reuses memory grows without bound.
     if (!reuses) continue;
     benchmark::RegisterBenchmark(("AllocMixed/" + spec).c_str(), alloc_mixed, spec);
