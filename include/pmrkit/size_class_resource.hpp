@@ -3,9 +3,8 @@
 // Requests up to max_pooled bytes are rounded up to one of ~65 size classes (8, 16, then steps
 // of 16 up to 128, four classes per power of two up to 2 KiB, eight above; those up to 4 KiB
 // widened to fill their chunks) and served from chunks that the resource takes from
-// `upstream`, one chunk per class at a time. Larger
-// requests, and alignments a class cannot provide, go straight to upstream and straight back
-// on free.
+// `upstream`, one chunk per class at a time. Larger requests, and alignments a class cannot
+// provide, go straight to upstream and straight back on free.
 // Chunks whose blocks are all free go back to upstream once more than max_retained bytes sit
 // in such chunks; release() and the destructor return everything, whatever is still
 // allocated. docs/size_class.md describes the design.
