@@ -1,39 +1,76 @@
 // Internal: the cache layer of size_class, which a thread (or, unsync, the resource) keeps in
-// front of the shared store: one free list per class, a LIFO bounded by a limit that adapts
-// to how the thread uses the class (as tcmalloc's free-list lengths do). Allocate and free
-// touch only one list in the common case.
+// front of the shared store: one stack of free blocks per class, a LIFO bounded by a limit that
+// adapts to how the thread uses the class (as tcmalloc's free-list lengths do). Allocate and
+// free touch only one stack in the common case.
+//
+// A stack is an array of block addresses, not a list threaded through the blocks (tcmalloc's
+// per-CPU caches and Bonwick's magazines do the same). So a free never writes into the block
+// it caches and an allocation never reads the block it hands out: a block freed in a scattered
+// order (a node container destroyed in hash order) costs no cache miss on its own line, and
+// when a cache gives blocks back to the store their addresses are read from consecutive slots,
+// so the chunk headers they need are independent loads that the processor overlaps, where a
+// list made each wait for the block before it (docs/size_class.md, "In real containers").
 #pragma once
 
+#include <algorithm>
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <memory>
+#include <new>
 
 #include "size_class_policy.hpp"
 #include "size_class_table.hpp"
 
 namespace pmrkit::detail {
 
-// One class's list. 32 bytes, so two lists share a cache line and indexing is a shift.
-// `count` is 32-bit, unlike `allocations`, which also keeps GCC from fusing their updates into
-// one 16-byte access that the next call's 8-byte stores could not forward to.
+// One class's stack. 32 bytes, so two share a cache line and indexing is a shift. `count` is
+// 32-bit, unlike `allocations`, which also keeps GCC from fusing their updates into one 16-byte
+// access that the next call's 8-byte stores could not forward to.
+// Invariant: count <= limit < capacity, or capacity == 0 and limit == count == 0, so a free
+// within the limit always has a slot and a refill has room for the limit plus the block it
+// hands out.
 template <template <class> class Counter>
-struct free_list {
-  void* head = nullptr;
+struct block_stack {
+  std::unique_ptr<void*[]> slots;      // slots[count - 1] is the next block handed out
   Counter<std::uint64_t> allocations;  // frees are derived: blocks out of the store - live
-  Counter<std::uint32_t> count;        // blocks on the list (stats() reads it from any thread)
-  // More than this many on the list: give some back. Starts at 0 and grows on each refill,
-  // doubling up to a batch and then a batch at a time, within the cache's byte budget (see
-  // size_class_cache); other classes' refills halve it when the budget runs out.
+  Counter<std::uint32_t> count;        // blocks held (stats() reads it from any thread)
+  // At most this many held: a free beyond it gives some back (overflow). Starts at 0 and grows
+  // on each refill, doubling up to a batch and then a batch at a time, within the cache's byte
+  // budget (see size_class_cache); other classes' refills halve it when the budget runs out.
   std::uint32_t limit = 0;
-  std::uint64_t unused_padding = 0;
-};
-static_assert(sizeof(free_list<plain_counter>) == 32);
-static_assert(sizeof(free_list<single_writer_counter>) == 32);
+  std::uint32_t capacity = 0;  // slots allocated
 
-// The lists of every class, for one thread and one resource (unsync: for the resource).
+  // Makes room for `limit` blocks and the one a refill hands out, growing the slots to the
+  // next power of two within `most`; false if memory for them cannot be had (the limit then
+  // stays where it is). Slow paths only.
+  bool reserve(std::uint32_t new_limit, std::uint32_t most) noexcept {
+    const std::uint32_t needed = new_limit + 1;
+    if (needed <= capacity) return true;
+    const std::uint32_t grown = std::min(std::bit_ceil(needed), std::max(most, needed));
+    std::unique_ptr<void*[]> larger(new (std::nothrow) void*[grown]);
+    if (!larger) return false;
+    const std::uint32_t held = count.get();
+    if (held > 0) std::memcpy(larger.get(), slots.get(), held * sizeof(void*));
+    slots = std::move(larger);
+    capacity = grown;
+    return true;
+  }
+
+  // Gives the slots back once the stack may hold nothing (limit and count 0).
+  void drop_slots() noexcept {
+    slots.reset();
+    capacity = 0;
+  }
+};
+static_assert(sizeof(block_stack<plain_counter>) == 32);
+static_assert(sizeof(block_stack<single_writer_counter>) == 32);
+
+// The stacks of every class, for one thread and one resource (unsync: for the resource).
 // Invariant: limit_bytes = sum of limit * block size over the classes <= budget, so the
-// blocks a cache holds never exceed the budget (by more than the one block being freed)
-// without the fast path having to count bytes.
+// blocks a cache holds never exceed the budget without the fast path having to count bytes.
 template <template <class> class Counter>
 struct size_class_cache {
   size_class_cache() = default;
@@ -47,8 +84,8 @@ struct size_class_cache {
   Counter<std::uint64_t> slow_paths;
   std::uint64_t slow_paths_at_last_sweep = ~std::uint64_t{0};  // written by sweeps, in turn
   bool sweep_due = false;  // this thread claimed the next sweep: done once this use ends
-  // Aligned so that each 32-byte list lies within one cache line.
-  alignas(64) std::array<free_list<Counter>, size_classes::count> lists{};
+  // Aligned so that each 32-byte stack lies within one cache line.
+  alignas(64) std::array<block_stack<Counter>, size_classes::count> stacks{};
 };
 
 }  // namespace pmrkit::detail

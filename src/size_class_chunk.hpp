@@ -21,17 +21,8 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 
 namespace pmrkit::detail {
-
-// Free blocks in a cache are linked through their first word.
-inline void* next_of(void* block) noexcept {
-  void* next;
-  std::memcpy(&next, block, sizeof next);
-  return next;
-}
-inline void set_next(void* block, void* next) noexcept { std::memcpy(block, &next, sizeof next); }
 
 // Chunk sizes allowed: the chunk_size option's range (larger classes get larger chunks, within it).
 inline constexpr std::size_t smallest_chunk_bytes = 4096;

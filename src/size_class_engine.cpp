@@ -6,6 +6,7 @@
 #include <bit>
 #include <cassert>
 #include <chrono>
+#include <cstring>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -58,6 +59,13 @@ constexpr std::size_t guaranteed_cache_bytes = 16 * 1024;
 // takes nothing costs a walk of the caches under the registry's lock; one that takes caches,
 // a process-wide barrier.
 constexpr std::uint64_t sweep_check_interval = 64;
+
+// Writes the first word of a free block, so that its line is in the cache, writable, before
+// the block is handed out.
+void touch(void* block) noexcept {
+  constexpr void* nothing = nullptr;
+  std::memcpy(block, &nothing, sizeof nothing);
+}
 
 std::uint64_t steady_nanoseconds() noexcept {
   return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -186,12 +194,12 @@ void size_class_engine<Policy>::deallocate_slow(void* block, std::size_t bytes,
 
 template <class Policy>
 void size_class_engine<Policy>::overflow_from_fast_use(cache_link& link, size_class_cache& local,
-                                                       unsigned index) noexcept {
+                                                       unsigned index, void* block) noexcept {
   // Giving blocks back calls upstream, whose own fast paths use the thread's flag: the link's
   // flag is set before the thread's clears.
   begin_use(link);
   end_fast_use();
-  overflow(local, index);
+  overflow(local, index, block);
   end_use_and_sweep(link, local);
 }
 
@@ -205,14 +213,14 @@ void size_class_engine<Policy>::end_use_and_sweep(cache_link& link,
 
 template <class Policy>
 void* size_class_engine<Policy>::allocate_from(size_class_cache& local, unsigned index) {
-  if (void* const block = pop(local.lists[index])) return block;
+  if (void* const block = pop(local.stacks[index])) return block;
   return refill(local, index);
 }
 
 template <class Policy>
 void size_class_engine<Policy>::deallocate_into(size_class_cache& local, void* block,
                                                 unsigned index) noexcept {
-  if (!push(local.lists[index], block)) overflow(local, index);
+  if (!push(local.stacks[index], block)) overflow(local, index, block);
 }
 
 // ---------------------------------------------------------------- thread caches (sync)
@@ -234,15 +242,15 @@ auto size_class_engine<Policy>::local_cache() noexcept -> size_class_cache* {
 template <class Policy>
 void size_class_engine<Policy>::absorb_exiting_cache(size_class_cache& local) noexcept {
   for (unsigned index = 0; index < class_count_; ++index) {
-    free_list& list = local.lists[index];
-    const auto count = static_cast<std::uint32_t>(list.count.get());
-    const std::uint64_t allocations = list.allocations.get();
-    if (count == 0 && allocations == 0) continue;
-    give(index, list.head, count, allocations);
-    list.head = nullptr;
-    list.count.set(0);
-    list.allocations.set(0);
-    list.limit = 0;
+    block_stack& stack = local.stacks[index];
+    const std::uint32_t count = stack.count.get();
+    const std::uint64_t allocations = stack.allocations.get();
+    if (count == 0 && allocations == 0 && stack.capacity == 0) continue;
+    give(index, stack.slots.get(), count, allocations);
+    stack.count.set(0);
+    stack.allocations.set(0);
+    stack.limit = 0;
+    stack.drop_slots();
   }
   if constexpr (per_thread_caches) {
     cache_limit_bytes_.subtract(local.limit_bytes);
@@ -255,31 +263,39 @@ void size_class_engine<Policy>::absorb_exiting_cache(size_class_cache& local) no
 
 template <class Policy>
 void* size_class_engine<Policy>::refill(size_class_cache& local, unsigned index) {
-  free_list& list = local.lists[index];
+  block_stack& stack = local.stacks[index];
   note_slow_path(local);
-  // A miss means the list was too short for how this thread uses the class: lengthen it.
+  // A miss means the stack was too short for how this thread uses the class: lengthen it.
   grow_limit(local, index);
-  // The list is empty: it may take up to its limit, a chunk's free blocks all at once when they fit.
-  const std::uint32_t room = list.limit + 1;
-  const block_list got = take(index, std::min(info_[index].batch, room), room, 0);
-  void* const block = got.head;
-  list.head = next_of(block);
-  list.count.set(got.count - 1);
-  list.allocations.add(1);
-  return block;
+  // No room for any (the budget refused even one block): the store serves this one alone.
+  if (stack.capacity == 0) return allocate_uncached(index);
+  // The stack is empty: it may take up to its limit, a chunk's free blocks all at once when
+  // they fit. They arrive lowest address first; the stack hands them out in that order.
+  const std::uint32_t room = stack.limit + 1;
+  void** const slots = stack.slots.get();
+  const std::uint32_t got = take(index, std::min(info_[index].batch, room), room, 0, slots);
+  std::reverse(slots, slots + got);
+  // The caller writes each of these blocks soon. Touching them here, in one pass in address
+  // order (the stack's top is the lowest), takes their cache misses (and a fresh chunk's page faults) together, overlapped,
+  // instead of one at a time in the middle of the caller's work: a document built from fresh
+  // chunks took 1.2x the time without this pass.
+  for (std::uint32_t i = got; i > 0; --i) touch(slots[i - 1]);
+  stack.count.set(got - 1);
+  stack.allocations.add(1);
+  return slots[got - 1];
 }
 
 template <class Policy>
 void size_class_engine<Policy>::grow_limit(size_class_cache& local, unsigned index) noexcept {
-  free_list& list = local.lists[index];
+  block_stack& stack = local.stacks[index];
   const class_info& info = info_[index];
-  if (list.limit >= info.max_limit) return;
+  if (stack.limit >= info.max_limit) return;
   // The limit doubles up to a batch, then grows a batch at a time: a class that misses once
   // costs the budget one block, not a batch, so a budget smaller than what the thread's
   // classes would like is shared out in small steps instead of whole batches that the next
   // miss of another class flushes again (docs/size_class.md, "A budget too small").
   const std::uint32_t step = std::min(
-      {info.batch, std::max<std::uint32_t>(list.limit, 1), info.max_limit - list.limit});
+      {info.batch, std::max<std::uint32_t>(stack.limit, 1), info.max_limit - stack.limit});
   const std::size_t wanted = step * info.block_size;
   const std::size_t budget = cache_budget(local);
   // Out of budget: take limit back from other classes. A class this thread has stopped using
@@ -287,14 +303,15 @@ void size_class_engine<Policy>::grow_limit(size_class_cache& local, unsigned ind
   // A step that would not fit even if every other class gave up everything is refused before
   // they give anything (the cache still moves to its share).
   if (local.limit_bytes + wanted > budget) {
-    if (std::size_t{list.limit} * info.block_size + wanted > budget) {
+    if (std::size_t{stack.limit} * info.block_size + wanted > budget) {
       if (local.limit_bytes > budget) shrink_to(local, budget, index);
       return;
     }
     shrink_to(local, budget - wanted, index);
   }
-  if (local.limit_bytes + wanted <= budget) {
-    list.limit += step;
+  // Slots for the larger limit first; without memory for them the limit stays.
+  if (local.limit_bytes + wanted <= budget && stack.reserve(stack.limit + step, info.max_limit + 1)) {
+    stack.limit += step;
     local.limit_bytes += wanted;
     if constexpr (per_thread_caches) cache_limit_bytes_.add(wanted);
   }
@@ -326,7 +343,7 @@ void size_class_engine<Policy>::shrink_to(size_class_cache& local, std::size_t b
   for (unsigned fruitless = 0; fruitless < class_count_ && local.limit_bytes > budget;) {
     const unsigned victim = local.steal_cursor;
     local.steal_cursor = victim + 1 < class_count_ ? victim + 1 : 0;
-    free_list& other = local.lists[victim];
+    block_stack& other = local.stacks[victim];
     if (victim == keep || other.limit == 0) {
       ++fruitless;
       continue;
@@ -335,8 +352,9 @@ void size_class_engine<Policy>::shrink_to(size_class_cache& local, std::size_t b
     const std::uint32_t cut = std::max<std::uint32_t>(other.limit / 2, 1);
     other.limit -= cut;
     local.limit_bytes -= cut * info_[victim].block_size;
-    const auto held = static_cast<std::uint32_t>(other.count.get());
+    const std::uint32_t held = other.count.get();
     if (held > other.limit) flush(local, victim, held - other.limit);
+    if (other.limit == 0) other.drop_slots();
   }
   if constexpr (per_thread_caches) cache_limit_bytes_.subtract(before - local.limit_bytes);
 }
@@ -382,74 +400,81 @@ void size_class_engine<Policy>::reclaim_idle_caches() noexcept {
 }
 
 template <class Policy>
-void size_class_engine<Policy>::overflow(size_class_cache& local, unsigned index) noexcept {
+void size_class_engine<Policy>::overflow(size_class_cache& local, unsigned index,
+                                         void* block) noexcept {
   // Frees outpace allocations on this thread (it consumes what others produce, or a burst
-  // ends): give back half the limit's worth in one batch. A cache over its share of
-  // max_cached_total (more threads came) shrinks to it first.
+  // ends): give back half the limit's worth in one batch, so that the stack, with the block,
+  // holds half its limit, as tcmalloc's lists do. A cache over its share of max_cached_total
+  // (more threads came) shrinks to it first.
   note_slow_path(local);
   const std::size_t budget = cache_budget(local);
   if (local.limit_bytes > budget) shrink_to(local, budget, class_count_);
-  free_list& list = local.lists[index];
-  const auto count = static_cast<std::uint32_t>(list.count.get());
-  if (count > list.limit) flush(local, index, count - list.limit / 2);
+  block_stack& stack = local.stacks[index];
+  if (stack.limit == 0) return give(index, &block, 1, 0);
+  // count <= limit < capacity, so the block has a slot; the flush may then give it back too
+  // (a stack with a limit of one keeps nothing, and pins no chunk).
+  const std::uint32_t count = stack.count.get() + 1;
+  stack.slots[count - 1] = block;
+  stack.count.set(count);
+  if (count > stack.limit) flush(local, index, count - stack.limit / 2);
 }
 
 template <class Policy>
 void size_class_engine<Policy>::flush(size_class_cache& local, unsigned index,
                                       std::uint32_t count) noexcept {
-  free_list& list = local.lists[index];
-  list.head = give(index, list.head, count, 0);
-  list.count.subtract(count);
+  // The most recently freed go back; the stack keeps its older blocks.
+  block_stack& stack = local.stacks[index];
+  const std::uint32_t held = stack.count.get();
+  give(index, stack.slots.get() + (held - count), count, 0);
+  stack.count.set(held - count);
 }
 
 template <class Policy>
 void* size_class_engine<Policy>::allocate_uncached(unsigned index) {
-  return take(index, 1, 1, 1).head;
+  void* block = nullptr;
+  take(index, 1, 1, 1, &block);
+  return block;
 }
 
 template <class Policy>
 void size_class_engine<Policy>::deallocate_uncached(void* block, unsigned index) noexcept {
-  give(index, block, 1, 0);
+  give(index, &block, 1, 0);
 }
 
 // ---------------------------------------------------------------- shared stores
 
 template <class Policy>
-block_list size_class_engine<Policy>::take(unsigned index, std::uint32_t wanted,
-                                           std::uint32_t most, std::uint64_t allocations) {
+std::uint32_t size_class_engine<Policy>::take(unsigned index, std::uint32_t wanted,
+                                              std::uint32_t most, std::uint64_t allocations,
+                                              void** out) {
   class_store<Policy>& store = stores_[index];
   const class_info& info = info_[index];
-  block_list out;
   {
     const std::lock_guard lock(store.mutex);
-    store.take(info, wanted, most, out);
-    if (out.count > 0) {
+    if (const std::uint32_t got = store.take(info, wanted, most, out)) {
       store.allocations += allocations;
-      return out;
+      return got;
     }
   }
   // Upstream is called without the lock held; if it throws, nothing has changed.
   chunk_header* const chunk = obtain_chunk(index);
   const std::lock_guard lock(store.mutex);
   store.add_chunk(chunk);
-  store.take(info, wanted, most, out);
   store.allocations += allocations;
-  return out;
+  return store.take(info, wanted, most, out);
 }
 
 template <class Policy>
-void* size_class_engine<Policy>::give(unsigned index, void* blocks, std::uint32_t count,
-                                      std::uint64_t allocations) noexcept {
+void size_class_engine<Policy>::give(unsigned index, void* const* blocks, std::uint32_t count,
+                                     std::uint64_t allocations) noexcept {
   class_store<Policy>& store = stores_[index];
   chunk_header* emptied = nullptr;
-  void* rest = nullptr;
   {
     const std::lock_guard lock(store.mutex);
-    rest = store.give(info_[index], blocks, count, emptied);
+    store.give(info_[index], blocks, count, emptied);
     store.allocations += allocations;
   }
   retire_chunks(emptied);
-  return rest;
 }
 
 template <class Policy>
@@ -580,7 +605,7 @@ void size_class_engine<Policy>::trim() noexcept {
       // No process-wide barrier on this system: only the calling thread's own cache.
       if (size_class_cache* const local = thread_caches_.find(this)) {
         for (unsigned index = 0; index < class_count_; ++index) {
-          const auto held = static_cast<std::uint32_t>(local->lists[index].count.get());
+          const std::uint32_t held = local->stacks[index].count.get();
           if (held > 0) flush(*local, index, held);
         }
       }
@@ -603,10 +628,10 @@ size_class_stats size_class_engine<Policy>::stats() const {
   const auto add_cache = [&](const size_class_cache& local) {
     std::uint64_t bytes = 0;
     for (unsigned index = 0; index < class_count_; ++index) {
-      const free_list& list = local.lists[index];
-      out.classes[index].allocations += list.allocations.get();
-      out.classes[index].cached_blocks += list.count.get();
-      bytes += list.count.get() * info_[index].block_size;
+      const block_stack& stack = local.stacks[index];
+      out.classes[index].allocations += stack.allocations.get();
+      out.classes[index].cached_blocks += stack.count.get();
+      bytes += stack.count.get() * info_[index].block_size;
     }
     out.thread_cached_bytes.push_back(bytes);
     out.cached_bytes += bytes;

@@ -1,6 +1,6 @@
 // Internal: the engine behind basic_size_class_resource<Policy>.
 //
-// Three layers: a cache holding a free list per class (one cache per thread and resource under
+// Three layers: a cache holding a stack of free blocks per class (one cache per thread and resource under
 // sync_policy, found through a thread-local one-entry check; the resource's own under
 // unsync_policy); a shared store per class that caches refill from and overflow into in
 // batches; upstream, for chunks and for large requests. allocate() and deallocate() below are
@@ -30,7 +30,7 @@ class size_class_engine {
   using traits = policy_traits<Policy>;
   // The same names as the templates: one name for each level.
   using size_class_cache = detail::size_class_cache<traits::template counter>;
-  using free_list = detail::free_list<traits::template counter>;
+  using block_stack = detail::block_stack<traits::template counter>;
   static constexpr bool per_thread_caches = traits::per_thread_caches;
 
  public:
@@ -54,13 +54,13 @@ class size_class_engine {
           begin_fast_use();
           void* block = nullptr;
           if (link->owner.load(std::memory_order_relaxed) == this) [[likely]]
-            block = pop(thread_cache_set::cache_of(link).lists[index]);
+            block = pop(thread_cache_set::cache_of(link).stacks[index]);
           end_fast_use();
           if (block) [[likely]]
             return block;
         }
       } else {
-        if (void* const block = pop(own_cache_.lists[index])) [[likely]]
+        if (void* const block = pop(own_cache_.stacks[index])) [[likely]]
           return block;
       }
     }
@@ -76,18 +76,18 @@ class size_class_engine {
           begin_fast_use();
           if (link->owner.load(std::memory_order_relaxed) == this) [[likely]] {
             size_class_cache& local = thread_cache_set::cache_of(link);
-            const bool within_limit = push(local.lists[index], block);
+            const bool within_limit = push(local.stacks[index], block);
             if (within_limit) [[likely]] {
               end_fast_use();
               return;
             }
-            return overflow_from_fast_use(*link, local, index);
+            return overflow_from_fast_use(*link, local, index, block);
           }
           end_fast_use();
         }
       } else {
-        if (!push(own_cache_.lists[index], block)) [[unlikely]]
-          overflow(own_cache_, index);
+        if (!push(own_cache_.stacks[index], block)) [[unlikely]]
+          overflow(own_cache_, index, block);
         return;
       }
     }
@@ -109,20 +109,24 @@ class size_class_engine {
   using thread_cache_set = thread_caches<size_class_engine, size_class_cache>;
   friend thread_cache_set;
 
-  static void* pop(free_list& list) noexcept {
-    void* const block = list.head;
-    if (block) [[likely]] {
-      list.head = next_of(block);
-      list.count.subtract(1);
-      list.allocations.add(1);
-    }
+  static void* pop(block_stack& stack) noexcept {
+    const std::uint32_t count = stack.count.get();
+    if (count == 0) [[unlikely]]
+      return nullptr;
+    void* const block = stack.slots[count - 1];
+    stack.count.set(count - 1);
+    stack.allocations.add(1);
     return block;
   }
-  // False when the list has grown past its limit: the caller gives some back (overflow).
-  static bool push(free_list& list, void* block) noexcept {
-    set_next(block, list.head);
-    list.head = block;
-    return list.count.add(1) <= list.limit;
+  // False, with the block not taken, when the stack is at its limit: the caller gives some
+  // back (overflow), which also takes the block.
+  static bool push(block_stack& stack, void* block) noexcept {
+    const std::uint32_t count = stack.count.get();
+    if (count >= stack.limit) [[unlikely]]
+      return false;
+    stack.slots[count] = block;
+    stack.count.set(count + 1);
+    return true;
   }
 
   unsigned class_for(std::size_t bytes, std::size_t alignment) const noexcept;
@@ -136,10 +140,13 @@ class size_class_engine {
   void* allocate_from(size_class_cache& local, unsigned index);
   void deallocate_into(size_class_cache& local, void* block, unsigned index) noexcept;
   void* refill(size_class_cache& local, unsigned index);
-  void overflow(size_class_cache& local, unsigned index) noexcept;
+  // A free of `block` found its class's stack at the limit: gives half the limit's worth back,
+  // then keeps the block.
+  void overflow(size_class_cache& local, unsigned index, void* block) noexcept;
   // deallocate()'s overflow, out of line so that the fast path needs no stack frame: takes the
   // use over from the thread's fast flag, overflows, ends the use.
-  void overflow_from_fast_use(cache_link& link, size_class_cache& local, unsigned index) noexcept;
+  void overflow_from_fast_use(cache_link& link, size_class_cache& local, unsigned index,
+                              void* block) noexcept;
   // Ends a use of the thread's cache, then runs the sweep for idle caches that the use claimed
   // (note_slow_path): a sweep waits for other threads' uses, so it never runs inside one.
   void end_use_and_sweep(cache_link& link, size_class_cache& local) noexcept;
@@ -167,10 +174,10 @@ class size_class_engine {
   void absorb_exiting_cache(size_class_cache& local) noexcept;
   void* allocate_uncached(unsigned index);
   void deallocate_uncached(void* block, unsigned index) noexcept;
-  block_list take(unsigned index, std::uint32_t wanted, std::uint32_t most,
-                  std::uint64_t allocations);
-  // Returns the block that followed the `count` given (store.give).
-  void* give(unsigned index, void* blocks, std::uint32_t count,
+  // Writes what the store hands out to out[0..) (store.take) and returns how many.
+  std::uint32_t take(unsigned index, std::uint32_t wanted, std::uint32_t most,
+                     std::uint64_t allocations, void** out);
+  void give(unsigned index, void* const* blocks, std::uint32_t count,
             std::uint64_t allocations) noexcept;
   // A chunk for class `index`: an empty one that any class gave up, else a new one.
   chunk_header* obtain_chunk(unsigned index);

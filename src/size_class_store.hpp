@@ -25,11 +25,6 @@ struct class_info {
   std::uint32_t max_limit = 0;  // blocks of the class a cache may hold at most
 };
 
-struct block_list {
-  void* head = nullptr;
-  std::uint32_t count = 0;
-};
-
 template <class Policy>
 struct alignas(64) class_store {
   mutable typename policy_traits<Policy>::mutex mutex;
@@ -50,22 +45,20 @@ struct alignas(64) class_store {
   }
 
   // Moves at least `wanted` blocks (fewer if the class's chunks run out) and at most `most`
-  // onto the front of `out`. A chunk gives all its free blocks when they fit under `most`, so a
-  // cache holds blocks of few chunks; the blocks go out in address order, lowest first, chunk
-  // after chunk, read from each chunk's bitmap without touching a free block until it is linked.
-  void take(const class_info& info, std::uint32_t wanted, std::uint32_t most,
-            block_list& out) noexcept {
+  // into out[0..), lowest address first, chunk after chunk, and returns how many. A chunk gives
+  // all its free blocks when they fit under `most`, so a cache holds blocks of few chunks. The
+  // blocks are read from each chunk's bitmap: none of them is touched.
+  std::uint32_t take(const class_info& info, std::uint32_t wanted, std::uint32_t most,
+                     void** out) noexcept {
     wanted = std::min(wanted, most);
-    void* first = nullptr;
-    void* last = nullptr;
     std::uint32_t taken = 0;
     while (taken < wanted) {
       chunk_header* const chunk = partial.front();
       if (!chunk) break;
-      const std::uint32_t n = out.count + taken + chunk->free_count <= most
+      const std::uint32_t n = taken + chunk->free_count <= most
                                   ? chunk->free_count
                                   : std::min(chunk->free_count, wanted - taken);
-      take_lowest(chunk, info, n, first, last);
+      take_lowest(chunk, info, n, out + taken);
       taken += n;
       if (chunk->exhausted()) {
         partial.remove(chunk);
@@ -73,23 +66,19 @@ struct alignas(64) class_store {
         full.push_front(chunk);
       }
     }
-    if (taken == 0) return;
-    set_next(last, out.head);
-    out.head = first;
-    out.count += taken;
     blocks_out += taken;
+    return taken;
   }
 
-  // Takes back the first `count` blocks linked from `blocks` and returns what followed them
-  // (so a cache that gives part of its list back walks it once). A chunk whose last block comes
-  // back leaves the class, fresh again, chained onto `emptied` (through next) for the caller
-  // to keep or return to upstream after unlocking.
-  void* give(const class_info& info, void* blocks, std::uint32_t count,
-             chunk_header*& emptied) noexcept {
+  // Takes back blocks[0..count). A chunk whose last block comes back leaves the class, fresh
+  // again, chained onto `emptied` (through next) for the caller to keep or return to upstream
+  // after unlocking. The addresses come from an array, so each block's header load is known
+  // in advance and several are in flight at once.
+  void give(const class_info& info, void* const* blocks, std::uint32_t count,
+            chunk_header*& emptied) noexcept {
     const std::uint32_t sparse = info.capacity / 4;
     for (std::uint32_t i = 0; i < count; ++i) {
-      void* block = blocks;
-      blocks = next_of(block);
+      void* const block = blocks[i];
       chunk_header* chunk = header_of_block(block, info.chunk_bytes);
       const std::size_t offset = static_cast<std::size_t>(static_cast<std::byte*>(block) -
                                                           base_of_chunk(chunk, info.chunk_bytes));
@@ -118,7 +107,6 @@ struct alignas(64) class_store {
       }
     }
     blocks_out -= count;
-    return blocks;
   }
 
   // Unlinks every chunk, chained through next, for the caller to free; resets the counters.
@@ -138,10 +126,9 @@ struct alignas(64) class_store {
   }
 
  private:
-  // Links the chunk's `n` lowest free blocks, in address order, after `last` (the chain
-  // first..last grows at its end; the caller ends it).
+  // Writes the addresses of the chunk's `n` lowest free blocks, in address order, to out[0..n).
   static void take_lowest(chunk_header* chunk, const class_info& info, std::uint32_t n,
-                          void*& first, void*& last) noexcept {
+                          void** out) noexcept {
     if (n == 0) return;
     std::byte* const base = base_of_chunk(chunk, info.chunk_bytes);
     std::uint64_t* const bits = free_bits(chunk, info.capacity);
@@ -149,15 +136,9 @@ struct alignas(64) class_store {
     for (std::size_t w = 0; taken < n; ++w) {
       std::uint64_t word = bits[w];
       while (word != 0 && taken < n) {
-        void* const block =
+        out[taken++] =
             base + (w * 64 + static_cast<std::size_t>(std::countr_zero(word))) * info.block_size;
-        if (last)
-          set_next(last, block);
-        else
-          first = block;
-        last = block;
         word &= word - 1;
-        ++taken;
       }
       bits[w] = word;
     }
