@@ -43,13 +43,17 @@ struct block_stack {
   std::uint32_t limit = 0;
   std::uint32_t capacity = 0;  // slots allocated
 
-  // Makes room for `limit` blocks and the one a refill hands out, growing the slots to the
-  // next power of two within `most`; false if memory for them cannot be had (the limit then
-  // stays where it is). Slow paths only.
+  static constexpr std::uint32_t min_slots = 16;
+
+  // Makes room for `new_limit` blocks and the one a refill hands out, growing the slots to the
+  // next power of two (at least 16) within `most`; false if memory for them cannot be had (the
+  // limit then stays where it is). Slow paths only. Starting at 16 slots (128 bytes) spares a
+  // limit that doubles from 1 four of its reallocations.
   bool reserve(std::uint32_t new_limit, std::uint32_t most) noexcept {
     const std::uint32_t needed = new_limit + 1;
     if (needed <= capacity) return true;
-    const std::uint32_t grown = std::min(std::bit_ceil(needed), std::max(most, needed));
+    const std::uint32_t grown =
+        std::min(std::max(std::bit_ceil(needed), min_slots), std::max(most, needed));
     std::unique_ptr<void*[]> larger(new (std::nothrow) void*[grown]);
     if (!larger) return false;
     const std::uint32_t held = count.get();

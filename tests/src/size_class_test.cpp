@@ -366,6 +366,35 @@ TEMPLATE_TEST_CASE("size_class: a class's cache starts at one block and doubles 
   for (void* p : blocks) r.deallocate(p, size, 16);
 }
 
+// A cache holds addresses, not a list threaded through the blocks: a free that the cache keeps
+// costs no write (and no cache miss) on the block's own line, and neither does one that goes
+// on to the store, which marks the block free in its chunk's bitmap.
+TEMPLATE_TEST_CASE("size_class: a free leaves the block's bytes alone", "[size_class]",
+                   size_class_resource, size_class_unsync_resource) {
+  size_class_options options;
+  options.max_retained = 1024 * 1024;  // the chunk that empties below stays, readable
+  TestType r(options);
+  constexpr std::size_t size = 96;
+  const auto cached = [&] {
+    for (const auto& c : r.stats().classes)
+      if (c.block_size == size) return c.cached_blocks;
+    return std::uint64_t{0};
+  };
+  // The first miss caches one block beside the one handed out; the second allocation takes it.
+  void* const first = r.allocate(size, 16);
+  void* const second = r.allocate(size, 16);
+  REQUIRE(cached() == 0);
+  pmrkit::test::fill_pattern(second, size, 7);
+  r.deallocate(second, size, 16);
+  REQUIRE(cached() == 1);  // kept by the cache
+  CHECK(check_pattern(second, size, 7));
+  pmrkit::test::fill_pattern(first, size, 8);
+  r.deallocate(first, size, 16);
+  REQUIRE(cached() == 0);  // the overflow gave both back to their chunk
+  CHECK(check_pattern(first, size, 8));
+  CHECK(check_pattern(second, size, 7));
+}
+
 // A class whose next growth step could not fit in the budget even if every other class gave up
 // its limit is refused at once, without emptying the other classes first (a thread among many
 // has a small share, and a large class's step is a large part of it).
