@@ -1,10 +1,11 @@
 // Internal: the engine behind basic_size_class_resource<Policy>.
 //
-// Three layers: a cache holding a stack of free blocks per class (one cache per thread and resource under
-// sync_policy, found through a thread-local one-entry check; the resource's own under
-// unsync_policy); a shared store per class that caches refill from and overflow into in
-// batches; upstream, for chunks and for large requests. allocate() and deallocate() below are
-// the fast paths; everything they call on a miss lives in size_class_engine.cpp.
+// Three layers: a cache holding a stack of free blocks' addresses per class (one cache per
+// thread and resource under sync_policy, found through a thread-local one-entry check; the
+// resource's own under unsync_policy); a shared store per class that caches refill from and
+// overflow into in batches; upstream, for chunks and for large requests. allocate() and
+// deallocate() below are the fast paths; everything they call on a miss lives in
+// size_class_engine.cpp.
 #pragma once
 
 #include <array>
@@ -52,16 +53,20 @@ class size_class_engine {
       if constexpr (per_thread_caches) {
         if (cache_link* const link = this_thread_caches.last) [[likely]] {
           begin_fast_use();
-          void* block = nullptr;
-          if (link->owner.load(std::memory_order_relaxed) == this) [[likely]]
-            block = pop(thread_cache_set::cache_of(link).stacks[index]);
+          if (link->owner.load(std::memory_order_relaxed) == this) [[likely]] {
+            block_stack& stack = thread_cache_set::cache_of(link).stacks[index];
+            if (const std::uint32_t count = stack.count.get()) [[likely]] {
+              void* const block = pop(stack, count);
+              end_fast_use();
+              return block;
+            }
+          }
           end_fast_use();
-          if (block) [[likely]]
-            return block;
         }
       } else {
-        if (void* const block = pop(own_cache_.stacks[index])) [[likely]]
-          return block;
+        block_stack& stack = own_cache_.stacks[index];
+        if (const std::uint32_t count = stack.count.get()) [[likely]]
+          return pop(stack, count);
       }
     }
     return allocate_slow(bytes, alignment);
@@ -109,10 +114,8 @@ class size_class_engine {
   using thread_cache_set = thread_caches<size_class_engine, size_class_cache>;
   friend thread_cache_set;
 
-  static void* pop(block_stack& stack) noexcept {
-    const std::uint32_t count = stack.count.get();
-    if (count == 0) [[unlikely]]
-      return nullptr;
+  // The block on top of a stack that holds `count` (> 0) blocks.
+  static void* pop(block_stack& stack, std::uint32_t count) noexcept {
     void* const block = stack.slots[count - 1];
     stack.count.set(count - 1);
     stack.allocations.add(1);
