@@ -143,8 +143,8 @@ class size_class_engine {
   void* allocate_from(size_class_cache& local, unsigned index);
   void deallocate_into(size_class_cache& local, void* block, unsigned index) noexcept;
   void* refill(size_class_cache& local, unsigned index);
-  // A free of `block` found its class's stack at the limit: gives half the limit's worth back,
-  // then keeps the block.
+  // A free of `block` found its class's stack at the limit: the block goes on top, then the
+  // stack gives back down to half its limit (the block may be among what goes).
   void overflow(size_class_cache& local, unsigned index, void* block) noexcept;
   // deallocate()'s overflow, out of line so that the fast path needs no stack frame: takes the
   // use over from the thread's fast flag, overflows, ends the use.
