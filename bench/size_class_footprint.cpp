@@ -17,7 +17,8 @@
 //
 // For size_class and size_class_unsync it also splits held memory into: class rounding of the
 // live blocks, blocks in thread caches, free blocks in the shared stores (of partly used chunks),
-// empty chunks, and each chunk's tail (its header and the slack behind its last block).
+// empty chunks, each chunk's tail (its header and the slack behind its last block), and the
+// caches' slots (their stacks of free blocks' addresses, which come from upstream too).
 #include <algorithm>
 #include <barrier>
 #include <chrono>
@@ -73,6 +74,7 @@ bool print_breakdown(const std::pmr::memory_resource& any, std::uint64_t live_by
   line("free blocks in partly used chunks", store_free);
   line("empty chunks (within max_retained)", empty);
   line("chunk tails (header + slack)", tails);
+  line("caches' slots (addresses)", s.cache_slot_bytes);
   line("held from upstream", s.bytes_from_upstream);
   return true;
 }
@@ -129,11 +131,12 @@ void run_parked_threads(const std::string& spec, unsigned threads, unsigned seed
   }
   parked.arrive_and_wait();
   const std::uint64_t held_parked = upstream.stats().bytes_in_use;
-  std::uint64_t cached = 0, cache_limits = 0, empty = 0;
+  std::uint64_t cached = 0, cache_limits = 0, slots = 0, empty = 0;
   if (auto* size_class = dynamic_cast<pmrkit::size_class_resource*>(strategy.get())) {
     const pmrkit::size_class_stats s = size_class->stats();
     cached = s.cached_bytes;
     cache_limits = s.cache_limit_bytes;
+    slots = s.cache_slot_bytes;
     empty = s.empty_chunk_bytes;
   }
   {
@@ -151,8 +154,8 @@ void run_parked_threads(const std::string& spec, unsigned threads, unsigned seed
   resume.arrive_and_wait();
   for (std::thread& thread : pool) thread.join();
   const std::uint64_t held_exited = upstream.stats().bytes_in_use;
-  std::printf("| %u | %.1f MiB | %.1f (%.1f) MiB | %.1f MiB | %.1f MiB | %.1f MiB | %.1f MiB |\n",
-              threads, mib(held_parked), mib(cached), mib(cache_limits), mib(empty),
+  std::printf("| %u | %.1f MiB | %.1f (%.1f) MiB | %.2f MiB | %.1f MiB | %.1f MiB | %.1f MiB | %.1f MiB |\n",
+              threads, mib(held_parked), mib(cached), mib(cache_limits), mib(slots), mib(empty),
               mib(held_one_working), mib(held_trimmed), mib(held_exited));
 }
 
@@ -175,9 +178,10 @@ int main(int argc, char** argv) {
   }
   if (!thread_counts.empty()) {
     std::printf("%s, seed %u: held from upstream, nothing live\n\n", spec.c_str(), seed);
-    std::printf("| threads | threads parked | of it cached (caches' limits) | of it empty chunks "
-                "| then one thread works 10 ms | then trim() | after the threads exit |\n"
-                "|---|---|---|---|---|---|---|\n");
+    std::printf("| threads | threads parked | of it cached (caches' limits) | of it caches' slots "
+                "| of it empty chunks | then one thread works 10 ms | then trim() "
+                "| after the threads exit |\n"
+                "|---|---|---|---|---|---|---|---|\n");
     for (const unsigned threads : thread_counts) run_parked_threads(spec, threads, seed);
     return 0;
   }

@@ -18,8 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <memory>
-#include <new>
+#include <utility>
 
 #include "size_class_policy.hpp"
 #include "size_class_table.hpp"
@@ -34,7 +33,10 @@ namespace pmrkit::detail {
 // hands out.
 template <template <class> class Counter>
 struct block_stack {
-  std::unique_ptr<void*[]> slots;      // slots[count - 1] is the next block handed out
+  // slots[count - 1] is the next block handed out. The slots come from the resource's upstream
+  // (the engine allocates and frees them: its reserve_slots and drop_slots), so they count
+  // where the chunks do, and a stack never frees them itself.
+  void** slots = nullptr;
   Counter<std::uint64_t> allocations;  // frees are derived: blocks out of the store - live
   Counter<std::uint32_t> count;        // blocks held (stats() reads it from any thread)
   // At most this many held: a free beyond it gives some back (overflow). Starts at 0 and grows
@@ -45,28 +47,22 @@ struct block_stack {
 
   static constexpr std::uint32_t min_slots = 16;
 
-  // Makes room for `new_limit` blocks and the one a refill hands out, growing the slots to the
-  // next power of two (at least 16) within `most`; false if memory for them cannot be had (the
-  // limit then stays where it is). Slow paths only. Starting at 16 slots (128 bytes) spares a
-  // limit that doubles from 1 four of its reallocations.
-  bool reserve(std::uint32_t new_limit, std::uint32_t most) noexcept {
+  // The slots the stack needs for `new_limit` blocks and the one a refill hands out: the next
+  // power of two (at least 16) within `most`, or `capacity` if it has room already. Starting
+  // at 16 slots (128 bytes) spares a limit that doubles from 1 four of its reallocations.
+  std::uint32_t capacity_for(std::uint32_t new_limit, std::uint32_t most) const noexcept {
     const std::uint32_t needed = new_limit + 1;
-    if (needed <= capacity) return true;
-    const std::uint32_t grown =
-        std::min(std::max(std::bit_ceil(needed), min_slots), std::max(most, needed));
-    std::unique_ptr<void*[]> larger(new (std::nothrow) void*[grown]);
-    if (!larger) return false;
-    const std::uint32_t held = count.get();
-    if (held > 0) std::memcpy(larger.get(), slots.get(), held * sizeof(void*));
-    slots = std::move(larger);
-    capacity = grown;
-    return true;
+    if (needed <= capacity) return capacity;
+    return std::min(std::max(std::bit_ceil(needed), min_slots), std::max(most, needed));
   }
 
-  // Gives the slots back once the stack may hold nothing (limit and count 0).
-  void drop_slots() noexcept {
-    slots.reset();
-    capacity = 0;
+  // Moves the blocks held into `larger` (room for `grown`) and returns the old slots, for the
+  // caller to free.
+  void** replace_slots(void** larger, std::uint32_t grown) noexcept {
+    const std::uint32_t held = count.get();
+    if (held > 0) std::memcpy(larger, slots, held * sizeof(void*));
+    capacity = grown;
+    return std::exchange(slots, larger);
   }
 };
 static_assert(sizeof(block_stack<plain_counter>) == 32);

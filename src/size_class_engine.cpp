@@ -247,11 +247,11 @@ void size_class_engine<Policy>::absorb_exiting_cache(size_class_cache& local) no
     const std::uint32_t count = stack.count.get();
     const std::uint64_t allocations = stack.allocations.get();
     if (count == 0 && allocations == 0 && stack.capacity == 0) continue;
-    give(index, stack.slots.get(), count, allocations);
+    give(index, stack.slots, count, allocations);
     stack.count.set(0);
     stack.allocations.set(0);
     stack.limit = 0;
-    stack.drop_slots();
+    drop_slots(stack);
   }
   if constexpr (per_thread_caches) {
     cache_limit_bytes_.subtract(local.limit_bytes);
@@ -273,7 +273,7 @@ void* size_class_engine<Policy>::refill(size_class_cache& local, unsigned index)
   // The stack is empty: it may take up to its limit, a chunk's free blocks all at once when
   // they fit. They arrive lowest address first; the stack hands them out in that order.
   const std::uint32_t room = stack.limit + 1;
-  void** const slots = stack.slots.get();
+  void** const slots = stack.slots;
   const std::uint32_t got = take(index, std::min(info_[index].batch, room), room, 0, slots);
   std::reverse(slots, slots + got);
   // The caller writes each of these blocks soon. Touching them here, in one pass in address
@@ -312,11 +312,46 @@ void size_class_engine<Policy>::grow_limit(size_class_cache& local, unsigned ind
   }
   // Slots for the larger limit first; without memory for them the limit stays.
   if (local.limit_bytes + wanted <= budget &&
-      stack.reserve(stack.limit + step, info.max_limit + 1)) {
+      reserve_slots(stack, stack.limit + step, info.max_limit + 1)) {
     stack.limit += step;
     local.limit_bytes += wanted;
     if constexpr (per_thread_caches) cache_limit_bytes_.add(wanted);
   }
+}
+
+template <class Policy>
+bool size_class_engine<Policy>::reserve_slots(block_stack& stack, std::uint32_t new_limit,
+                                              std::uint32_t most) noexcept {
+  const std::uint32_t grown = stack.capacity_for(new_limit, most);
+  if (grown == stack.capacity) return true;
+  const std::size_t bytes = grown * sizeof(void*);
+  void* larger = nullptr;
+  try {
+    larger = upstream_->allocate(bytes, alignof(void*));
+  } catch (...) {
+    // The limit stays: the cache holds what it has, and the uncached path, which needs a
+    // chunk from the same upstream, reports what upstream throws.
+    return false;
+  }
+  cache_slot_bytes_.add(bytes);
+  peak_bytes_from_upstream_.raise_to(bytes_from_upstream_.add(bytes));
+  const std::uint32_t old_capacity = stack.capacity;
+  free_slots(stack.replace_slots(static_cast<void**>(larger), grown), old_capacity);
+  return true;
+}
+
+template <class Policy>
+void size_class_engine<Policy>::drop_slots(block_stack& stack) noexcept {
+  free_slots(std::exchange(stack.slots, nullptr), std::exchange(stack.capacity, 0));
+}
+
+template <class Policy>
+void size_class_engine<Policy>::free_slots(void** slots, std::uint32_t capacity) noexcept {
+  if (slots == nullptr) return;
+  const std::size_t bytes = capacity * sizeof(void*);
+  upstream_->deallocate(slots, bytes, alignof(void*));
+  cache_slot_bytes_.subtract(bytes);
+  bytes_from_upstream_.subtract(bytes);
 }
 
 template <class Policy>
@@ -356,7 +391,7 @@ void size_class_engine<Policy>::shrink_to(size_class_cache& local, std::size_t b
     local.limit_bytes -= cut * info_[victim].block_size;
     const std::uint32_t held = other.count.get();
     if (held > other.limit) flush(local, victim, held - other.limit);
-    if (other.limit == 0) other.drop_slots();
+    if (other.limit == 0) drop_slots(other);
   }
   if constexpr (per_thread_caches) cache_limit_bytes_.subtract(before - local.limit_bytes);
 }
@@ -427,7 +462,7 @@ void size_class_engine<Policy>::flush(size_class_cache& local, unsigned index,
   // The most recently freed go back; the stack keeps its older blocks.
   block_stack& stack = local.stacks[index];
   const std::uint32_t held = stack.count.get();
-  give(index, stack.slots.get() + (held - count), count, 0);
+  give(index, stack.slots + (held - count), count, 0);
   stack.count.set(held - count);
 }
 
@@ -568,13 +603,18 @@ void size_class_engine<Policy>::deallocate_large(void* block, std::size_t bytes,
 
 template <class Policy>
 void size_class_engine<Policy>::release() noexcept {
+  // The caches' blocks lie in chunks freed below: nothing to take back from them but their
+  // slots, which came from upstream too.
+  const auto drop_every_slot = [&](size_class_cache& cache) {
+    for (block_stack& stack : cache.stacks) drop_slots(stack);
+  };
   if constexpr (per_thread_caches) {
-    // The caches' blocks lie in chunks freed below: nothing to take back from them.
-    thread_caches_.detach_all();
+    thread_caches_.detach_all(drop_every_slot);
     caches_.set(0);
     cache_share_.set(options_.max_cached_total);
     cache_limit_bytes_.set(0);
   } else {
+    drop_every_slot(own_cache_);
     own_cache_ = size_class_cache(options_.thread_cache);
   }
   for (unsigned index = 0; index < class_count_; ++index) {
@@ -674,6 +714,7 @@ size_class_stats size_class_engine<Policy>::stats() const {
   // The peak is raised just after the bytes grow; a snapshot in between must not show less.
   out.peak_bytes_from_upstream = std::max(peak_bytes_from_upstream_.get(), out.bytes_from_upstream);
   out.empty_chunk_bytes = empty_chunks_.bytes();
+  out.cache_slot_bytes = cache_slot_bytes_.get();
   if constexpr (per_thread_caches) {
     out.cache_limit_bytes = cache_limit_bytes_.get();
   } else {

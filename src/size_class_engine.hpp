@@ -154,6 +154,12 @@ class size_class_engine {
   // (note_slow_path): a sweep waits for other threads' uses, so it never runs inside one.
   void end_use_and_sweep(cache_link& link, size_class_cache& local) noexcept;
   void grow_limit(size_class_cache& local, unsigned index) noexcept;
+  // Gives the stack slots for `new_limit` blocks and a refill's one more (within `most`), from
+  // upstream; false, changing nothing, if upstream refuses them.
+  bool reserve_slots(block_stack& stack, std::uint32_t new_limit, std::uint32_t most) noexcept;
+  // Returns the stack's slots to upstream: its limit fell to 0, or its cache is going.
+  void drop_slots(block_stack& stack) noexcept;
+  void free_slots(void** slots, std::uint32_t capacity) noexcept;
   // Counts a slow path; now and then claims the next sweep for idle caches (sweep_due), which
   // the caller runs once its use of the cache has ended.
   void note_slow_path(size_class_cache& local) noexcept;
@@ -219,6 +225,7 @@ class size_class_engine {
 
   alignas(64) shared_counter bytes_from_upstream_;
   shared_counter peak_bytes_from_upstream_;
+  shared_counter cache_slot_bytes_;  // of bytes_from_upstream_: the caches' slots
   // Updated on slow paths only, never by the fast paths.
   alignas(64) typename traits::mutex share_mutex_;  // count_caches writes the next two under it
   shared_counter caches_;              // caches attached to threads

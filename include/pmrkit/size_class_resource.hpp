@@ -86,13 +86,18 @@ struct size_class_stats {
   // freed twice, or freed after release()): a caller's bug, ignored and counted here (debug
   // builds also assert).
   std::uint64_t large_unknown_deallocations = 0;
-  std::uint64_t bytes_from_upstream = 0;       // held now: chunks, large blocks, their table
+  // Held now: chunks, large blocks and their table, the caches' slots.
+  std::uint64_t bytes_from_upstream = 0;
   std::uint64_t peak_bytes_from_upstream = 0;  // high-water mark of bytes_from_upstream
   std::uint64_t empty_chunk_bytes = 0;         // held in chunks whose blocks are all free
   std::uint64_t cached_bytes = 0;              // free, in caches (the sum of the next)
   std::vector<std::uint64_t> thread_cached_bytes;  // per cache (sync: per thread), in no order
   // The caches' limits added up: what they may hold at most, within max_cached_total.
   std::uint64_t cache_limit_bytes = 0;
+  // Of bytes_from_upstream: the caches' stacks of free blocks' addresses (8 bytes a block of a
+  // class's limit, 128 at least, for each class a cache uses). Each cache itself, about 3.3 KiB
+  // a thread and resource, comes from the process heap and is in no figure here.
+  std::uint64_t cache_slot_bytes = 0;
 };
 
 // Policies of the engine: sync_policy (per-thread caches, a mutex per class) and

@@ -424,6 +424,80 @@ TEST_CASE("size_class: a growth that cannot fit leaves the other classes' caches
   for (void* p : blocks) r.deallocate(p, 4096);
 }
 
+// The caches' stacks of addresses are memory the resource holds: they come from upstream, so a
+// counting upstream (and the report's held column) sees them, and they go back with the cache.
+TEMPLATE_TEST_CASE("size_class: the caches' slots come from upstream and go back",
+                   "[size_class]", size_class_resource, size_class_unsync_resource) {
+  pmrkit::counting_resource upstream;
+  size_class_options options;
+  options.max_retained = 0;
+  TestType r(options, &upstream);
+  std::vector<void*> blocks;
+  for (std::size_t bytes : {64, 1000}) {
+    for (int i = 0; i < 300; ++i) blocks.push_back(r.allocate(bytes, 8));
+    for (void* p : blocks) r.deallocate(p, bytes, 8);
+    blocks.clear();
+  }
+  const size_class_stats s = r.stats();
+  REQUIRE(total(s, &size_class_stats::size_class::cached_blocks) > 0);
+  // Two classes' stacks, each a power of two of at least 16 slots.
+  CHECK(s.cache_slot_bytes >= 2 * 16 * sizeof(void*));
+  CHECK(s.cache_slot_bytes % (16 * sizeof(void*)) == 0);
+  std::uint64_t chunk_bytes = 0;
+  for (const auto& c : s.classes) chunk_bytes += c.chunks * c.chunk_bytes;
+  CHECK(s.bytes_from_upstream == chunk_bytes + s.cache_slot_bytes);
+  CHECK(s.bytes_from_upstream == upstream.stats().bytes_in_use);
+
+  r.trim();  // every cache goes back, and with nothing live every chunk empties
+  CHECK(r.stats().cache_slot_bytes == 0);
+  CHECK(upstream.stats().bytes_in_use == 0);
+
+  void* p = r.allocate(64, 8);  // the cache comes back, slots and all
+  r.deallocate(p, 64, 8);
+  CHECK(r.stats().cache_slot_bytes > 0);
+  r.release();
+  CHECK(r.stats().cache_slot_bytes == 0);
+  CHECK(upstream.stats().bytes_in_use == 0);
+}
+
+namespace {
+// Serves chunks (4 KiB and up) and refuses anything smaller, such as a cache's slots.
+class chunks_only_resource final : public std::pmr::memory_resource {
+  void* do_allocate(std::size_t bytes, std::size_t alignment) override {
+    if (bytes < 4096) throw std::bad_alloc();
+    return std::pmr::new_delete_resource()->allocate(bytes, alignment);
+  }
+  void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override {
+    std::pmr::new_delete_resource()->deallocate(p, bytes, alignment);
+  }
+  bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
+    return this == &other;
+  }
+};
+}  // namespace
+
+TEMPLATE_TEST_CASE("size_class: an upstream that refuses the slots leaves the pool uncached",
+                   "[size_class]", size_class_resource, size_class_unsync_resource) {
+  chunks_only_resource chunks_only;
+  pmrkit::counting_resource upstream(&chunks_only);
+  TestType r({}, &upstream);
+  std::vector<void*> blocks;
+  for (int i = 0; i < 100; ++i) {
+    blocks.push_back(r.allocate(64, 8));
+    fill_pattern(blocks.back(), 64, static_cast<unsigned>(i));
+  }
+  for (int i = 0; i < 100; ++i)
+    CHECK(check_pattern(blocks[static_cast<std::size_t>(i)], 64, static_cast<unsigned>(i)));
+  for (void* p : blocks) r.deallocate(p, 64, 8);
+  const size_class_stats s = r.stats();
+  CHECK(s.cache_slot_bytes == 0);
+  CHECK(s.cache_limit_bytes == 0);  // no slots, no limit: every call went to the store
+  CHECK(total(s, &size_class_stats::size_class::cached_blocks) == 0);
+  CHECK(total(s, &size_class_stats::size_class::allocations) == 100);
+  CHECK(total(s, &size_class_stats::size_class::live_blocks) == 0);
+  CHECK(s.bytes_from_upstream == upstream.stats().bytes_in_use);
+}
+
 // Issue 12: a container built after another was destroyed should land as it would in fresh
 // memory, so that reading it in the order it was built walks memory forwards.
 TEMPLATE_TEST_CASE("size_class: blocks freed in scattered order come back lowest address first",
