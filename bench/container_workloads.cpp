@@ -29,6 +29,7 @@
 #include <memory>
 #include <memory_resource>
 #include <new>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -187,8 +188,8 @@ using container_op = void (*)(std::pmr::memory_resource* r, phase_timer& timer);
 // entry weighed by `weigh`, so nothing is optimised away), then every other key erased in key
 // order and the rest destroyed with the map.
 template <class Map, class Weigh>
-void read_then_destroy(std::unique_ptr<Map> map, std::pmr::memory_resource* r,
-                       phase_timer& timer, Weigh weigh) {
+void read_then_destroy(std::optional<Map>& map, std::pmr::memory_resource* r, phase_timer& timer,
+                       Weigh weigh) {
   const map_input& in = map_inputs();
   timer.begin(phase::read);
   std::size_t sum = 0;
@@ -210,13 +211,13 @@ void read_then_destroy(std::unique_ptr<Map> map, std::pmr::memory_resource* r,
 void unordered_map_op(std::pmr::memory_resource* r, phase_timer& timer) {
   const map_input& in = map_inputs();
   timer.begin(phase::build);
-  auto map = std::make_unique<string_vector_map>(r);
+  std::optional<string_vector_map> map(std::in_place, r);
   for (std::size_t i = 0; i < map_entries; ++i) {
     auto& ints = map->try_emplace(std::pmr::string(in.keys[i], r)).first->second;
     for (int v = 0; v < in.ints_per_key[i]; ++v) ints.push_back(v);
   }
   timer.end(phase::build);
-  read_then_destroy(std::move(map), r, timer, [](const std::pmr::vector<int>& ints) {
+  read_then_destroy(map, r, timer, [](const std::pmr::vector<int>& ints) {
     return static_cast<std::size_t>(ints.back());
   });
 }
@@ -224,17 +225,16 @@ void unordered_map_op(std::pmr::memory_resource* r, phase_timer& timer) {
 void map_op(std::pmr::memory_resource* r, phase_timer& timer) {
   const map_input& in = map_inputs();
   timer.begin(phase::build);
-  auto map = std::make_unique<string_map>(r);
+  std::optional<string_map> map(std::in_place, r);
   for (std::size_t i = 0; i < map_entries; ++i)
     map->try_emplace(std::pmr::string(in.keys[i], r), in.values[i]);
   timer.end(phase::build);
-  read_then_destroy(std::move(map), r, timer,
-                    [](const std::pmr::string& value) { return value.size(); });
+  read_then_destroy(map, r, timer, [](const std::pmr::string& value) { return value.size(); });
 }
 
 void document_op(std::pmr::memory_resource* r, phase_timer& timer) {
   timer.begin(phase::build);
-  auto root = std::make_unique<json_node>(json_node::allocator_type(r));
+  std::optional<json_node> root(std::in_place, json_node::allocator_type(r));
   build_document(*root);
   timer.end(phase::build);
   timer.begin(phase::read);
