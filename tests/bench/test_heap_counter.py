@@ -13,6 +13,9 @@ are counted"). Checks:
     rather than a count of zero that reads as "allocates nothing";
   - with the counter preloaded, AllocPairs/new_delete counts its one allocation of 64 bytes
     per op, and AllocPairs/bare_list (which takes its memory once) none;
+  - with the counter preloaded, a container workload on a pool reused across ops
+    (ContainerMap/build/size_class/pooled) counts no allocation: the workload itself (its
+    inputs, temporaries, the map object) must not put heap allocations on every strategy's row;
   - with the counter preloaded in front of an allocator (jemalloc, if installed), the counter's
     forwarding reaches that allocator and still counts.
 Counts are asserted, never times.
@@ -83,6 +86,11 @@ def main():
               f"got {counted}")
         floor = run_row(args.bench, "AllocPairs/bare_list", args.counter)
         check(floor.get("allocs_per_op") == 0, f"AllocPairs/bare_list counted: {floor}")
+        pooled = run_row(args.bench, "ContainerMap/build/size_class/pooled/manual_time",
+                         args.counter)
+        check(pooled.get("allocs_per_op") == 0,
+              f"ContainerMap/build/size_class/pooled counted heap allocations that are not the "
+              f"pool's: {pooled}")
         if os.path.exists(JEMALLOC):
             behind = run_row(args.bench, "AllocPairs/malloc", f"{args.counter}:{JEMALLOC}")
             check(behind.get("allocs_per_op") == 1,
