@@ -154,7 +154,8 @@ void run_parked_threads(const std::string& spec, unsigned threads, unsigned seed
   resume.arrive_and_wait();
   for (std::thread& thread : pool) thread.join();
   const std::uint64_t held_exited = upstream.stats().bytes_in_use;
-  std::printf("| %u | %.1f MiB | %.1f (%.1f) MiB | %.2f MiB | %.1f MiB | %.1f MiB | %.1f MiB | %.1f MiB |\n",
+  std::printf("| %u | %.1f MiB | %.1f (%.1f) MiB | %.2f MiB | %.1f MiB | %.1f MiB | %.1f MiB "
+              "| %.1f MiB |\n",
               threads, mib(held_parked), mib(cached), mib(cache_limits), mib(slots), mib(empty),
               mib(held_one_working), mib(held_trimmed), mib(held_exited));
 }
