@@ -276,6 +276,9 @@ void run_pooled(benchmark::State& state, const std::string& spec, container_op o
 // A resource of its own per op: its construction counts in build, its destruction (which
 // returns its memory) in destroy.
 void run_fresh(benchmark::State& state, const std::string& spec, container_op op, phase timed) {
+  // The inputs are made once per process (tens of milliseconds): here, not inside the first
+  // timed op, which a short run may consist of (a fresh row has no warm-up op).
+  (void)map_inputs();
   run_row(state, spec, [&](benchmark::State& st, row_pass& pass) {
     pass.loop(st, [&] {
       phase_timer timer;
