@@ -18,7 +18,10 @@
 // For size_class and size_class_unsync it also splits held memory into: class rounding of the
 // live blocks, blocks in thread caches, free blocks in the shared stores (of partly used chunks),
 // empty chunks, each chunk's tail (its header and the slack behind its last block), and the
-// caches' slots (their stacks of free blocks' addresses, which come from upstream too).
+// caches' slots (their stacks of free blocks' addresses, which come from upstream too). And it
+// prints the floor that per-class chunks set: what the classes' chunks would take if each class
+// held, perfectly packed, the chunks for its own highest count of live blocks, none of them ever
+// moving to another class (docs/size_class.md, "Memory held for what is live").
 #include <algorithm>
 #include <barrier>
 #include <chrono>
@@ -92,6 +95,57 @@ void report(const char* phase, const std::pmr::memory_resource& strategy,
   if (!print_breakdown<pmrkit::size_class_resource>(strategy, live_bytes))
     print_breakdown<pmrkit::size_class_unsync_resource>(strategy, live_bytes);
 }
+
+const pmrkit::size_class_stats* class_table(const std::pmr::memory_resource& any,
+                                            pmrkit::size_class_stats& out) {
+  if (const auto* pool = dynamic_cast<const pmrkit::size_class_resource*>(&any))
+    out = pool->stats();
+  else if (const auto* unsync = dynamic_cast<const pmrkit::size_class_unsync_resource*>(&any))
+    out = unsync->stats();
+  else
+    return nullptr;
+  return &out;
+}
+
+// Each class's count of live blocks and its highest, by the resource's own class table.
+class class_high_water {
+ public:
+  explicit class_high_water(const pmrkit::size_class_stats* table)
+      : classes_(table ? table->classes : decltype(table->classes){}),
+        live_(classes_.size()),
+        highest_(classes_.size()) {}
+
+  void allocated(std::size_t bytes) {
+    if (const std::size_t c = class_of(bytes); c < classes_.size())
+      highest_[c] = std::max(highest_[c], ++live_[c]);
+  }
+  void freed(std::size_t bytes) {
+    if (const std::size_t c = class_of(bytes); c < classes_.size()) --live_[c];
+  }
+
+  // Chunk bytes for each class's highest count, perfectly packed; 0 without a table.
+  std::uint64_t floor_bytes() const {
+    std::uint64_t bytes = 0;
+    for (std::size_t c = 0; c < classes_.size(); ++c) {
+      const std::uint64_t per_chunk = classes_[c].blocks_per_chunk;
+      bytes += (highest_[c] + per_chunk - 1) / per_chunk * classes_[c].chunk_bytes;
+    }
+    return bytes;
+  }
+
+ private:
+  // The workload allocates with the default alignment, 16, so 8-byte requests take 16.
+  std::size_t class_of(std::size_t bytes) const {
+    const std::size_t size = std::max<std::size_t>(bytes, alignof(std::max_align_t));
+    std::size_t c = 0;
+    while (c < classes_.size() && classes_[c].block_size < size) ++c;
+    return c;
+  }
+
+  std::vector<pmrkit::size_class_stats::size_class> classes_;
+  std::vector<std::uint64_t> live_;
+  std::vector<std::uint64_t> highest_;
+};
 
 void trim_if_size_class(std::pmr::memory_resource& strategy) {
   if (auto* pool = dynamic_cast<pmrkit::size_class_resource*>(&strategy)) pool->trim();
@@ -194,15 +248,19 @@ int main(int argc, char** argv) {
   std::uniform_int_distribution<std::size_t> size_of(smallest, largest);
   std::vector<block> blocks(live_blocks);
   std::uint64_t live = 0, peak_live = 0;
+  pmrkit::size_class_stats table;
+  class_high_water high_water(class_table(*strategy, table));
   const auto allocate = [&](block& b) {
     b.bytes = size_of(random);
     b.address = strategy->allocate(b.bytes);
     live += b.bytes;
     peak_live = std::max(peak_live, live);
+    high_water.allocated(b.bytes);
   };
   const auto free = [&](block& b) {
     strategy->deallocate(b.address, b.bytes);
     live -= b.bytes;
+    high_water.freed(b.bytes);
     b = {};
   };
 
@@ -215,6 +273,10 @@ int main(int argc, char** argv) {
     allocate(b);
   }
   report("churned (steady state)", *strategy, upstream, live, peak_live);
+  if (const std::uint64_t floor = high_water.floor_bytes())
+    std::printf("    if no chunk ever changed class (each class's highest live count, packed): "
+                "%.2f MiB = %.3f x peak live\n",
+                mib(floor), static_cast<double>(floor) / static_cast<double>(peak_live));
 
   std::shuffle(blocks.begin(), blocks.end(), random);
   for (std::size_t i = 0; i < live_blocks * 9 / 10; ++i) free(blocks[i]);

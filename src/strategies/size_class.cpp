@@ -52,7 +52,7 @@ resource_ptr make_unsync(option_reader& options, std::pmr::memory_resource* upst
 
 extern const strategy_definition size_class{
     .name = "size_class",
-    .summary = "pmrkit's size-class pool: ~65 classes up to max_pooled, per-thread caches (no "
+    .summary = "pmrkit's size-class pool: ~66 classes up to max_pooled, per-thread caches (no "
                "lock on the common path), chunks from upstream returned once empty beyond "
                "max_retained; thread-safe",
     .can = {.thread_safe = true, .uses_upstream = true, .reuses_memory = true},

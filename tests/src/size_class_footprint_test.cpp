@@ -79,7 +79,7 @@ double ratio(std::uint64_t held, std::uint64_t live) {
 
 }  // namespace
 
-TEMPLATE_TEST_CASE("size_class: a churned mixed live set holds at most 1.155x its live bytes",
+TEMPLATE_TEST_CASE("size_class: a churned mixed live set holds at most 1.15x its live bytes",
                    "[size_class][footprint]", size_class_resource, size_class_unsync_resource) {
   pmrkit::counting_resource upstream;
   TestType r({}, &upstream);
@@ -88,11 +88,12 @@ TEMPLATE_TEST_CASE("size_class: a churned mixed live set holds at most 1.155x it
   // Peak held over peak live: class rounding (~5.2%), chunk tails, the thread cache and the
   // chunks each class keeps for its own ups and downs. 1.190 before empty chunks were shared
   // between classes and sparse chunks left to drain, 1.178 before eight classes per power of
-  // two above 2 KiB, 1.159 before classes up to 4 KiB were widened to fill their chunks
-  // (1.145-1.164 since, over twelve seeds of the footprint tool; this seed: 1.147).
+  // two above 2 KiB, 1.159 before classes up to 4 KiB were widened to fill their chunks, 1.147
+  // before 4096 got a companion class of 4080 (now 1.141-1.158 over 24 seeds of the
+  // footprint tool; this seed: 1.143).
   const double held_over_live = ratio(upstream.stats().peak_bytes_in_use, set.peak_live());
   CAPTURE(held_over_live);
-  CHECK(held_over_live <= 1.155);
+  CHECK(held_over_live <= 1.15);
 }
 
 TEMPLATE_TEST_CASE("size_class: after 90% of a live set is freed, empty chunks go back",

@@ -87,8 +87,9 @@ TEMPLATE_TEST_CASE("size_class: classes are spaced finely, then four, then eight
                    "[size_class]", size_class_resource, size_class_unsync_resource) {
   TestType r;
   const size_class_stats stats = r.stats();
-  // 8, 16..128 (9), four per power of two to 2 KiB (16), eight from there to 64 KiB (40).
-  REQUIRE(stats.classes.size() == 65);
+  // 8, 16..128 (9), four per power of two to 2 KiB (16), eight from there to 64 KiB (40), and
+  // 4096's companion, 4080.
+  REQUIRE(stats.classes.size() == 66);
   CHECK(stats.classes.front().block_size == 8);
   CHECK(stats.classes.back().block_size == 64 * 1024);
   for (std::size_t i = 1; i < stats.classes.size(); ++i) {
@@ -119,6 +120,36 @@ TEMPLATE_TEST_CASE("size_class: classes up to 4 KiB are as wide as their chunks 
     // blocks would leave 2.3 KiB of a 64 KiB chunk; 3440-byte blocks, 19 as well, leave 64).
     CHECK(c.chunk_bytes - c.blocks_per_chunk * c.block_size < 64 + 16 * c.blocks_per_chunk);
   }
+}
+
+TEMPLATE_TEST_CASE("size_class: 4096 has a companion class that fills its chunk",
+                   "[size_class]", size_class_resource, size_class_unsync_resource) {
+  TestType r;
+  const size_class_stats table = r.stats();
+  const int power = expected_class(table, 4096);
+  REQUIRE(power > 0);
+  const auto& power_class = table.classes[static_cast<std::size_t>(power)];
+  const auto& companion = table.classes[static_cast<std::size_t>(power - 1)];
+  // The power of two gives its chunk's last block to the header; the companion, 16 bytes a
+  // block less, gets all sixteen.
+  CHECK(power_class.block_size == 4096);
+  CHECK(power_class.blocks_per_chunk == 15);
+  CHECK(companion.block_size == 4080);
+  CHECK(companion.chunk_bytes == power_class.chunk_bytes);
+  CHECK(companion.blocks_per_chunk == 16);
+  // 3841..4080 bytes take the companion; 4081..4096, and anything aligned to 4096, the power.
+  for (std::size_t bytes : {3841, 4000, 4080, 4081, 4096}) {
+    CAPTURE(bytes);
+    const size_class_stats before = r.stats();
+    void* p = r.allocate(bytes, 16);
+    CHECK(class_that_grew(before, r.stats()) == (bytes <= 4080 ? power - 1 : power));
+    r.deallocate(p, bytes, 16);
+  }
+  const size_class_stats before = r.stats();
+  void* aligned = r.allocate(100, 4096);
+  CHECK(class_that_grew(before, r.stats()) == power);
+  CHECK(is_aligned(aligned, 4096));
+  r.deallocate(aligned, 100, 4096);
 }
 
 TEMPLATE_TEST_CASE("size_class: every class edge and its neighbours land in the right class",
