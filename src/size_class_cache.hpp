@@ -79,10 +79,11 @@ struct size_class_cache {
   std::size_t limit_bytes = 0;
   std::size_t budget = 0;          // the thread_cache option
   unsigned steal_cursor = 0;       // where the next search for limit to take back starts
-  // Slow paths this cache's thread has taken: a thread that takes none between two sweeps for
-  // idle caches is idle (size_class_engine's reclaim_idle_caches).
+  // Slow paths this cache's thread has taken. With the stacks' allocation counts, what a sweep
+  // for idle caches compares: a thread whose cache shows neither between two sweeps is idle
+  // (size_class_engine's reclaim_idle_caches).
   Counter<std::uint64_t> slow_paths;
-  std::uint64_t slow_paths_at_last_sweep = ~std::uint64_t{0};  // written by sweeps, in turn
+  std::uint64_t activity_at_last_sweep = ~std::uint64_t{0};  // written by sweeps, in turn
   bool sweep_due = false;  // this thread claimed the next sweep: done once this use ends
   // Aligned so that each 32-byte stack lies within one cache line.
   alignas(64) std::array<block_stack<Counter>, size_classes::count> stacks{};

@@ -49,16 +49,20 @@ constexpr std::size_t max_cached_blocks = 512;
 // Every cache may grow to this (or thread_cache, if smaller) whatever its share of
 // max_cached_total, so a thread among many still caches a refill or two of its classes.
 constexpr std::size_t guaranteed_cache_bytes = 16 * 1024;
-// Idle caches (issue 15). A cache whose thread took no slow path between two sweeps is idle,
-// and the second sweep takes it back. Sweeps are at least cache_idle_time apart: a thread's
-// slow path looks at the clock once per sweep_check_interval of its slow paths and claims the
-// sweep when the time has passed. So a parked thread's cache goes back between one and two
-// cache_idle_times after its last slow path, as long as some thread of the resource still
-// takes slow paths (trim() takes it in any case). A busy thread that runs from its cache
-// alone for that long loses it too, and refills it in a few dozen slow paths. A sweep that
-// takes nothing costs a walk of the caches under the registry's lock; one that takes caches,
-// a process-wide barrier.
+// Idle caches (issue 15). A cache whose thread neither allocated nor took a slow path between
+// two sweeps is idle, and the second sweep takes it back. Sweeps are at least cache_idle_time
+// apart: a thread's slow path looks at the clock once per sweep_check_interval of its slow
+// paths and claims the sweep when the time has passed, and the sweeper thread (below) claims
+// one when no thread has. So a parked thread's cache goes back within two sweeps of its last
+// call (trim() takes it in any case). A thread the scheduler keeps waiting that long loses its
+// cache too, and refills it in a few dozen slow paths. A sweep that takes nothing costs a walk
+// of the caches under the registry's lock; one that takes caches, a process-wide barrier.
 constexpr std::uint64_t sweep_check_interval = 64;
+// The sweeper thread wakes every this many cache_idle_times and sweeps only if no thread has
+// swept for as long: while the threads of a resource take slow paths, they sweep, and the
+// sweeper stays out of their way (a busy pool's timings are those without it); it covers the
+// time when none does, when every thread is parked.
+constexpr std::uint64_t sweeper_slack = 4;
 
 // Writes the first word of a free block, so that its line is in the cache, writable, before
 // the block is handed out.
@@ -125,6 +129,7 @@ size_class_engine<Policy>::size_class_engine(const size_class_options& options,
 
 template <class Policy>
 size_class_engine<Policy>::~size_class_engine() {
+  if constexpr (per_thread_caches) sweeper_.stop();
   release();
 }
 
@@ -359,14 +364,28 @@ void size_class_engine<Policy>::note_slow_path(size_class_cache& local) noexcept
   const std::uint64_t count = local.slow_paths.add(1);
   if constexpr (per_thread_caches) {
     if (count % sweep_check_interval != 0 || idle_period_ == 0 || caches_.get() < 2) return;
-    // `last` first: read after it, the clock is not behind it (another thread's claim may
-    // land between the two reads, and the replace below then fails).
-    const std::uint64_t last = last_sweep_.get();
-    const std::uint64_t now = steady_nanoseconds();
-    // Of the threads that see the period over, one wins the sweep; the others carry on.
-    if (now >= last && now - last >= idle_period_ &&
-        last_sweep_.replace(last, now))
-      local.sweep_due = true;
+    if (claim_sweep(idle_period_)) local.sweep_due = true;
+  }
+}
+
+template <class Policy>
+bool size_class_engine<Policy>::claim_sweep(std::uint64_t since) noexcept {
+  // `last` first: read after it, the clock is not behind it (another thread's claim may land
+  // between the two reads, and the replace below then fails).
+  const std::uint64_t last = last_sweep_.get();
+  const std::uint64_t now = steady_nanoseconds();
+  // Of the threads that see the period over, one wins the sweep; the others carry on.
+  return now >= last && now - last >= since && last_sweep_.replace(last, now);
+}
+
+template <class Policy>
+bool size_class_engine<Policy>::sweep_from_sweeper(void* engine) noexcept {
+  if constexpr (per_thread_caches) {
+    auto& self = *static_cast<size_class_engine*>(engine);
+    if (self.claim_sweep(sweeper_slack * self.idle_period_)) self.reclaim_idle_caches();
+    return self.caches_.get() > 0;
+  } else {
+    return false;
   }
 }
 
@@ -410,14 +429,30 @@ std::size_t size_class_engine<Policy>::cache_budget(const size_class_cache& loca
 
 template <class Policy>
 void size_class_engine<Policy>::count_caches(int change) noexcept {
-  // Under a lock so that the share last written is the one of the count last written
-  // (threads arrive and leave rarely; the slow paths read both without it).
-  const std::lock_guard lock(share_mutex_);
-  if (change > 0)
-    caches_.add(1);
-  else
-    caches_.subtract(1);
-  cache_share_.set(options_.max_cached_total / std::max<std::uint64_t>(caches_.get(), 1));
+  std::uint64_t caches = 0;
+  {
+    // Under a lock so that the share last written is the one of the count last written
+    // (threads arrive and leave rarely; the slow paths read both without it).
+    const std::lock_guard lock(share_mutex_);
+    if (change > 0) {
+      caches = caches_.add(1);
+    } else {
+      caches_.subtract(1);
+      caches = caches_.get();
+    }
+    cache_share_.set(options_.max_cached_total / std::max<std::uint64_t>(caches, 1));
+  }
+  if constexpr (per_thread_caches) {
+    // Only arrivals: a departure may be the sweeper's own sweep, which holds its lock. An
+    // arrival is never inside a use of a cache of this resource, which a sweep waits for.
+    if (change < 0 || !options_.sweeper_thread || idle_period_ == 0) return;
+    if (caches == 1) {
+      sweeper_.wake();
+    } else if (caches == 2 && can_fence_every_thread()) {
+      sweeper_.start(std::chrono::nanoseconds(sweeper_slack * idle_period_), &sweep_from_sweeper,
+                     this);
+    }
+  }
 }
 
 template <class Policy>
@@ -427,9 +462,12 @@ void size_class_engine<Policy>::reclaim_idle_caches() noexcept {
     // Runs under the registry's lock, one sweep at a time, so the sweep marks are ours to write.
     thread_caches_.reclaim(
         [&](size_class_cache& cache) {
-          const std::uint64_t now = cache.slow_paths.get();
-          const bool idle = now == cache.slow_paths_at_last_sweep;
-          cache.slow_paths_at_last_sweep = now;
+          // Allocations count too, so a thread that runs from its cache alone is not idle.
+          std::uint64_t now = cache.slow_paths.get();
+          for (unsigned index = 0; index < class_count_; ++index)
+            now += cache.stacks[index].allocations.get();
+          const bool idle = now == cache.activity_at_last_sweep;
+          cache.activity_at_last_sweep = now;
           return idle && &cache != mine;
         },
         [&](size_class_cache& cache) { absorb_exiting_cache(cache); });
@@ -603,6 +641,11 @@ void size_class_engine<Policy>::deallocate_large(void* block, std::size_t bytes,
 
 template <class Policy>
 void size_class_engine<Policy>::release() noexcept {
+  // No sweep may give blocks back into the chunks freed below.
+  [[maybe_unused]] const auto no_sweeps = [&] {
+    if constexpr (per_thread_caches) return sweeper_.pause();
+    else return 0;
+  }();
   // The caches' blocks lie in chunks freed below: nothing to take back from them but their
   // slots, which came from upstream too.
   const auto drop_every_slot = [&](size_class_cache& cache) {

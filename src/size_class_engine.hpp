@@ -15,6 +15,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "idle_sweeper.hpp"
 #include "pmrkit/size_class_resource.hpp"
 #include "size_class_cache.hpp"
 #include "size_class_empty_chunks.hpp"
@@ -170,8 +171,15 @@ class size_class_engine {
   // max_cached_total among the resource's caches if smaller, but never less than
   // guaranteed_cache_bytes (size_class_engine.cpp).
   std::size_t cache_budget(const size_class_cache& local) const noexcept;
-  // Counts a caches' arrival (+1) or departure (-1), and recomputes their share.
+  // Counts a caches' arrival (+1) or departure (-1), and recomputes their share. An arrival
+  // starts the sweeper thread (the second cache) or wakes it (the first since none).
   void count_caches(int change) noexcept;
+  // The sweeper thread's sweep (idle_sweeper.hpp): one for idle caches if cache_idle_time has
+  // passed since the last (by any thread); true while some thread still has a cache.
+  static bool sweep_from_sweeper(void* engine) noexcept;
+  // True for the one caller (of those that find `since` nanoseconds passed since the last
+  // sweep) that wins the next sweep.
+  bool claim_sweep(std::uint64_t since) noexcept;
   // Takes back the caches of threads that took no slow path since the previous sweep, so
   // that their blocks go back to the stores (and empty chunks upstream) and their share of
   // max_cached_total goes to the threads that still run. Runs outside any use of the caller's
@@ -232,6 +240,8 @@ class size_class_engine {
   shared_counter cache_share_;         // max_cached_total / caches_, kept as caches come and go
   shared_counter cache_limit_bytes_;   // the caches' limit_bytes added up
   shared_counter last_sweep_;          // steady-clock nanoseconds of the last idle sweep
+  // Declared last: the destructor stops it before anything else goes.
+  [[no_unique_address]] std::conditional_t<per_thread_caches, idle_sweeper, nothing> sweeper_;
 };
 
 }  // namespace pmrkit::detail

@@ -1,8 +1,8 @@
 // pmrkit/size_class_resource.hpp — pmrkit's own size-class pool.
 //
-// Requests up to max_pooled bytes are rounded up to one of ~65 size classes (8, 16, then steps
+// Requests up to max_pooled bytes are rounded up to one of ~66 size classes (8, 16, then steps
 // of 16 up to 128, four classes per power of two up to 2 KiB, eight above; those up to 4 KiB
-// widened to fill their chunks) and served from chunks that the resource takes from
+// widened to fill their chunks, and 4080 beside 4096) and served from chunks that the resource takes from
 // `upstream`, one chunk per class at a time. Larger requests, and alignments a class cannot
 // provide, go straight to upstream and straight back on free.
 // Chunks whose blocks are all free go back to upstream once more than max_retained bytes sit
@@ -13,9 +13,10 @@
 // freed on a thread other than the one that allocated it. Each thread keeps a small cache per
 // resource, so the common allocate/free takes no lock. The caches of all threads together stay
 // within max_cached_total (each may always have 16 KiB); a thread that exits gives its cache
-// back, and so does one idle for cache_idle_time (taken by another thread); trim() takes every
-// thread's cache back (parked threads' included); destroying the resource while other threads
-// still hold cached blocks is safe (those threads simply forget them).
+// back, and so does one idle for cache_idle_time (taken by another thread, or by the
+// resource's sweeper thread: see sweeper_thread); trim() takes every thread's cache back
+// (parked threads' included); destroying the resource while other threads still hold cached
+// blocks is safe (those threads simply forget them).
 // size_class_unsync_resource is the same engine without atomics or locks: one thread at a time.
 // Ownership: upstream is borrowed and must outlive the resource (and, for the synchronized
 // resource, be safe to call from several threads). The resource is neither copyable nor
@@ -56,12 +57,23 @@ struct size_class_options {
   // and eight 1 MiB each (still full speed on a pool of eight busy workers: AllocIdlePool);
   // 64 threads get 128 KiB each.
   std::size_t max_cached_total = 8 * 1024 * 1024;
-  // A thread that takes no slow path (a refill or an overflow of its cache) for this long is
-  // idle: the next thread to take a slow path after that gives its cached blocks back to the
-  // shared stores, and empty chunks go on to upstream (sync only). Sweeps for idle caches run
-  // at most once per this time; a busy thread whose cache is taken refills it. Zero: never
-  // (a cache then goes back only when its thread exits, or at trim()); at most ten minutes.
+  // A thread that neither allocates from this resource nor takes a slow path (an overflow of
+  // its cache) for this long is idle: the next sweep gives its cached blocks back to the shared
+  // stores, and empty chunks go on to upstream (sync only). Sweeps run at most once per this
+  // time, on the slow path of a thread that uses the resource or on the sweeper thread (next);
+  // a thread whose cache was taken makes a new one at its next call. Zero: never (a cache then
+  // goes back only when its thread exits, or at trim()); at most ten minutes.
   std::chrono::microseconds cache_idle_time{1000};
+  // A thread of the resource's own that sweeps for idle caches every cache_idle_time, so that
+  // the caches of threads that all park at once go back too (sync only). It starts when a
+  // second thread makes a cache of this resource, sleeps while no thread has one, and is
+  // joined by the destructor. None starts with cache_idle_time 0, where the kernel refuses
+  // membarrier (see trim()), or when the system refuses a thread. Without it, sweeps ride on
+  // the slow paths of the threads that use the resource, so when every thread parks within a
+  // cache_idle_time or two, the last ones keep their caches until a thread works again or
+  // trim() runs. A process that forks has the thread in the parent only: destroy such a
+  // resource in the parent (or exec). false: never start one.
+  bool sweeper_thread = true;
 };
 
 // A snapshot. Exact when no other thread is using the resource; otherwise each field is

@@ -9,6 +9,7 @@ namespace pmrkit::detail::strategies {
 namespace {
 
 constexpr size_class_options defaults{};
+constexpr std::string_view on_off[] = {"off", "on"};  // false, true
 
 constexpr option_definition option_table[] = {
     power_of_two_option("max_pooled", defaults.max_pooled, 8, std::size_t{1} << 20,
@@ -25,8 +26,11 @@ constexpr option_definition option_table[] = {
                 "free bytes all threads' caches may hold together (each may always have 16K)"),
     size_option("cache_idle_us", static_cast<std::size_t>(defaults.cache_idle_time.count()), 0,
                 std::size_t{600} * 1000 * 1000,
-                "microseconds without a slow path after which a thread's cache is taken "
-                "back by others (0: never)"),
+                "microseconds without an allocation or slow path after which a thread's cache "
+                "is taken back (0: never)"),
+    choice_option("sweeper_thread", on_off[defaults.sweeper_thread ? 1 : 0], on_off,
+                  "a thread of the resource's own sweeps for idle caches once two threads "
+                  "share it"),
 };
 
 size_class_options read_options(option_reader& options) {
@@ -37,6 +41,7 @@ size_class_options read_options(option_reader& options) {
   o.thread_cache = options.size("thread_cache");
   o.max_cached_total = options.size("max_cached_total");
   o.cache_idle_time = std::chrono::microseconds(options.size("cache_idle_us"));
+  o.sweeper_thread = options.choice("sweeper_thread") == on_off[1];
   return o;
 }
 

@@ -270,3 +270,90 @@ TEST_CASE("size_class: the caches of idle threads go back without trim()", "[siz
   CHECK(kept.thread_cached_bytes.size() == threads + 1);
   CHECK(held_kept > held + 4 * mib);
 }
+
+TEST_CASE("size_class: the sweeper thread takes the caches of 64 parked threads",
+          "[size_class][threads]") {
+  // Issue 15's pool with no thread working at all once the workers park: only the resource's
+  // own sweeper thread can take their caches. The deadline only ends a run that would
+  // otherwise not end; a parked cache goes back within two cache_idle_times of its last use.
+  constexpr unsigned threads = 64;
+  const auto parked = [&](const size_class_options& options, std::chrono::milliseconds wait) {
+    pmrkit::counting_resource upstream(std::pmr::new_delete_resource());
+    size_class_resource pool(options, &upstream);
+    return with_parked_workers(pool, threads, false, [&] {
+      // Until what is held is what no cache pins: a taken cache leaves the list before its
+      // blocks are back.
+      const auto deadline = std::chrono::steady_clock::now() + wait;
+      std::uint64_t held = 0;
+      size_class_stats now;
+      do {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        now = pool.stats();
+        held = upstream.stats().bytes_in_use;
+      } while ((held > options.max_retained || !now.thread_cached_bytes.empty()) &&
+               std::chrono::steady_clock::now() < deadline);
+      return std::pair{now, held};
+    });
+  };
+  const size_class_options options;  // the defaults: a sweeper, idle after 1 ms
+  const auto [swept, held] = parked(options, std::chrono::seconds(20));
+  INFO("held " << held << ", cached " << swept.cached_bytes);
+  CHECK(swept.thread_cached_bytes.empty());
+  CHECK(swept.cached_bytes == 0);
+  // Nothing is live and no cache is left: what stays is empty chunks, within max_retained.
+  CHECK(held <= options.max_retained);
+  CHECK(swept.empty_chunk_bytes == held);
+
+  // Without the sweeper, the threads that parked last keep their caches: no thread of the
+  // resource takes a slow path after them. 100 ms is 100 cache_idle_times.
+  size_class_options no_sweeper = options;
+  no_sweeper.sweeper_thread = false;
+  const auto [kept, held_kept] = parked(no_sweeper, std::chrono::milliseconds(100));
+  INFO("without the sweeper: held " << held_kept << ", cached " << kept.cached_bytes);
+  CHECK(!kept.thread_cached_bytes.empty());
+  CHECK(held_kept > held);
+}
+
+TEST_CASE("size_class: the sweeper thread leaves a thread that runs from its cache alone",
+          "[size_class][threads]") {
+  // A thread that allocates and frees one block, always from its cache (no slow path), is
+  // busy, not idle: its cache stays while the sweeper runs every cache_idle_time. Its allocation
+  // count is what tells the sweeper so.
+  size_class_resource pool;
+  const auto cached_64 = [&] {
+    for (const auto& c : pool.stats().classes)
+      if (c.block_size == 64) return c.cached_blocks;
+    FAIL("no 64-byte class");
+    return std::uint64_t{0};
+  };
+  // A second thread with a cache (of another class) starts the sweeper; it stays, parked.
+  std::barrier parked(2);
+  std::thread other([&] {
+    pool.deallocate(pool.allocate(512), 512);
+    parked.arrive_and_wait();
+    parked.arrive_and_wait();
+  });
+  parked.arrive_and_wait();
+  // This thread's cache, its 64-byte class grown past one block.
+  for (int round = 0; round < 4; ++round) {
+    std::vector<void*> blocks;
+    for (int i = 0; i < 8; ++i) blocks.push_back(pool.allocate(64));
+    for (void* p : blocks) pool.deallocate(p, 64);
+  }
+  const std::uint64_t cached_before = cached_64();
+  REQUIRE(cached_before > 0);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
+  std::uint64_t lowest = cached_before;
+  std::size_t caches = 0;
+  while (std::chrono::steady_clock::now() < until) {
+    for (int i = 0; i < 1000; ++i) pool.deallocate(pool.allocate(64), 64);
+    lowest = std::min(lowest, cached_64());
+    caches = pool.stats().thread_cached_bytes.size();
+  }
+  parked.arrive_and_wait();
+  other.join();
+  // Taken, this thread's cache would have given its 64-byte blocks back to the store, and a
+  // new cache starts empty. The parked thread's cache went back.
+  CHECK(lowest == cached_before);
+  CHECK(caches == 1);
+}
