@@ -1,8 +1,6 @@
 // The sweeper thread of idle_sweeper.hpp.
 #include "idle_sweeper.hpp"
 
-#include <system_error>
-
 namespace pmrkit::detail {
 
 bool idle_sweeper::start(std::chrono::nanoseconds period, sweep_function sweep,
@@ -14,16 +12,12 @@ bool idle_sweeper::start(std::chrono::nanoseconds period, sweep_function sweep,
   context_ = context;
   try {
     thread_ = std::thread([this] { run(); });
-  } catch (const std::system_error&) {
-    return false;  // no thread to be had (a limit on threads, or no memory for one)
+  } catch (...) {
+    // No thread to be had: std::system_error (a limit on threads) or std::bad_alloc.
+    return false;
   }
   started_ = true;
   return true;
-}
-
-bool idle_sweeper::started() const noexcept {
-  const std::lock_guard lock(mutex_);
-  return started_ && !stopping_;
 }
 
 void idle_sweeper::wake() noexcept {

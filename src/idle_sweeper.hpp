@@ -32,7 +32,6 @@ class idle_sweeper {
   // Starts the thread unless it runs already (or was stopped). False if the system refused a
   // thread: the owner then goes on without one.
   bool start(std::chrono::nanoseconds period, sweep_function sweep, void* context) noexcept;
-  bool started() const noexcept;
   // There is something to sweep again: a sleeping sweeper resumes its period.
   void wake() noexcept;
   // Holds off sweeps while the returned lock lives; waits for one in progress to end.
@@ -43,7 +42,7 @@ class idle_sweeper {
  private:
   void run() noexcept;
 
-  mutable std::mutex mutex_;
+  std::mutex mutex_;
   std::condition_variable wake_;
   std::thread thread_;
   std::chrono::nanoseconds period_{};
