@@ -34,6 +34,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "pmrkit/counting_resource.hpp"
@@ -97,24 +98,22 @@ void report(const char* phase, const std::pmr::memory_resource& strategy,
     print_breakdown<pmrkit::size_class_unsync_resource>(strategy, live_bytes);
 }
 
-const pmrkit::size_class_stats* class_table(const std::pmr::memory_resource& any,
-                                            pmrkit::size_class_stats& out) {
+using class_table = std::vector<pmrkit::size_class_stats::size_class>;
+
+// A size_class strategy's classes; none for any other strategy.
+class_table classes_of(const std::pmr::memory_resource& any) {
   if (const auto* pool = dynamic_cast<const pmrkit::size_class_resource*>(&any))
-    out = pool->stats();
-  else if (const auto* unsync = dynamic_cast<const pmrkit::size_class_unsync_resource*>(&any))
-    out = unsync->stats();
-  else
-    return nullptr;
-  return &out;
+    return pool->stats().classes;
+  if (const auto* unsync = dynamic_cast<const pmrkit::size_class_unsync_resource*>(&any))
+    return unsync->stats().classes;
+  return {};
 }
 
 // Each class's count of live blocks and its highest, by the resource's own class table.
 class class_high_water {
  public:
-  explicit class_high_water(const pmrkit::size_class_stats* table)
-      : classes_(table ? table->classes : decltype(table->classes){}),
-        live_(classes_.size()),
-        highest_(classes_.size()) {}
+  explicit class_high_water(class_table classes)
+      : classes_(std::move(classes)), live_(classes_.size()), highest_(classes_.size()) {}
 
   void allocated(std::size_t bytes) {
     if (const std::size_t c = class_of(bytes); c < classes_.size())
@@ -143,7 +142,7 @@ class class_high_water {
     return c;
   }
 
-  std::vector<pmrkit::size_class_stats::size_class> classes_;
+  class_table classes_;
   std::vector<std::uint64_t> live_;
   std::vector<std::uint64_t> highest_;
 };
@@ -251,8 +250,7 @@ int main(int argc, char** argv) {
   std::uniform_int_distribution<std::size_t> size_of(smallest, largest);
   std::vector<block> blocks(live_blocks);
   std::uint64_t live = 0, peak_live = 0;
-  pmrkit::size_class_stats table;
-  class_high_water high_water(class_table(*strategy, table));
+  class_high_water high_water(classes_of(*strategy));
   const auto allocate = [&](block& b) {
     b.bytes = size_of(random);
     b.address = strategy->allocate(b.bytes);

@@ -174,16 +174,16 @@ class size_class_engine {
   // Counts a caches' arrival (+1) or departure (-1), and recomputes their share. An arrival
   // starts the sweeper thread (the second cache) or wakes it (the first since none).
   void count_caches(int change) noexcept;
-  // The sweeper thread's sweep (idle_sweeper.hpp): one for idle caches if cache_idle_time has
-  // passed since the last (by any thread); true while some thread still has a cache.
+  // The sweeper thread's sweep (idle_sweeper.hpp): one for idle caches if no thread has swept
+  // for sweeper_slack cache_idle_times; true while some thread still has a cache.
   static bool sweep_from_sweeper(void* engine) noexcept;
   // True for the one caller (of those that find `since` nanoseconds passed since the last
   // sweep) that wins the next sweep.
   bool claim_sweep(std::uint64_t since) noexcept;
-  // Takes back the caches of threads that took no slow path since the previous sweep, so
-  // that their blocks go back to the stores (and empty chunks upstream) and their share of
-  // max_cached_total goes to the threads that still run. Runs outside any use of the caller's
-  // own cache: it waits for the uses of others.
+  // Takes back the caches of threads that neither allocated nor took a slow path since the
+  // previous sweep, so that their blocks go back to the stores (and empty chunks upstream) and
+  // their share of max_cached_total goes to the threads that still run. Runs outside any use
+  // of the caller's own cache: it waits for the uses of others.
   void reclaim_idle_caches() noexcept;
   void flush(size_class_cache& local, unsigned index, std::uint32_t count) noexcept;
   // A thread exits (called by thread_cache_set), or its cache is reclaimed: every block goes
