@@ -34,9 +34,9 @@
 #include <random>
 #include <string>
 #include <thread>
-#include <utility>
 #include <vector>
 
+#include "class_high_water.hpp"
 #include "pmrkit/counting_resource.hpp"
 #include "pmrkit/registry.hpp"
 #include "pmrkit/size_class_resource.hpp"
@@ -98,54 +98,16 @@ void report(const char* phase, const std::pmr::memory_resource& strategy,
     print_breakdown<pmrkit::size_class_unsync_resource>(strategy, live_bytes);
 }
 
-using class_table = std::vector<pmrkit::size_class_stats::size_class>;
+using pmrkit::bench::class_high_water;
 
 // A size_class strategy's classes; none for any other strategy.
-class_table classes_of(const std::pmr::memory_resource& any) {
+class_high_water::class_table classes_of(const std::pmr::memory_resource& any) {
   if (const auto* pool = dynamic_cast<const pmrkit::size_class_resource*>(&any))
     return pool->stats().classes;
   if (const auto* unsync = dynamic_cast<const pmrkit::size_class_unsync_resource*>(&any))
     return unsync->stats().classes;
   return {};
 }
-
-// Each class's count of live blocks and its highest, by the resource's own class table.
-class class_high_water {
- public:
-  explicit class_high_water(class_table classes)
-      : classes_(std::move(classes)), live_(classes_.size()), highest_(classes_.size()) {}
-
-  void allocated(std::size_t bytes) {
-    if (const std::size_t c = class_of(bytes); c < classes_.size())
-      highest_[c] = std::max(highest_[c], ++live_[c]);
-  }
-  void freed(std::size_t bytes) {
-    if (const std::size_t c = class_of(bytes); c < classes_.size()) --live_[c];
-  }
-
-  // Chunk bytes for each class's highest count, perfectly packed; 0 without a table.
-  std::uint64_t floor_bytes() const {
-    std::uint64_t bytes = 0;
-    for (std::size_t c = 0; c < classes_.size(); ++c) {
-      const std::uint64_t per_chunk = classes_[c].blocks_per_chunk;
-      bytes += (highest_[c] + per_chunk - 1) / per_chunk * classes_[c].chunk_bytes;
-    }
-    return bytes;
-  }
-
- private:
-  // The workload allocates with the default alignment, 16, so 8-byte requests take 16.
-  std::size_t class_of(std::size_t bytes) const {
-    const std::size_t size = std::max<std::size_t>(bytes, alignof(std::max_align_t));
-    std::size_t c = 0;
-    while (c < classes_.size() && classes_[c].block_size < size) ++c;
-    return c;
-  }
-
-  class_table classes_;
-  std::vector<std::uint64_t> live_;
-  std::vector<std::uint64_t> highest_;
-};
 
 void trim_if_size_class(std::pmr::memory_resource& strategy) {
   if (auto* pool = dynamic_cast<pmrkit::size_class_resource*>(&strategy)) pool->trim();
