@@ -83,22 +83,37 @@ constexpr std::uint32_t blocks_per_chunk(std::size_t chunk_bytes, std::size_t bl
   return blocks;
 }
 
-// A class's chunk has room for at least this many blocks, so large classes are not all waste.
-// The header takes the chunk's end, so a power-of-two class gets one block fewer: seven.
-inline constexpr std::size_t min_blocks_per_chunk = 8;
+// A class's chunk loses at most an eighth of itself to the header and the space its blocks do
+// not fill: what a power-of-two class loses anyway, its last block giving way to the header.
+constexpr bool fills_seven_eighths(std::size_t chunk_bytes, std::size_t block_size) noexcept {
+  return std::size_t{blocks_per_chunk(chunk_bytes, block_size)} * block_size * 8 >=
+         chunk_bytes * 7;
+}
 // A small class's chunk holds about this many blocks, up to chunk_size: a class gets chunks in
 // proportion to its blocks, so the partly used chunk each class in use keeps costs little.
 inline constexpr std::size_t small_class_blocks = 128;
+// Chunks of eight blocks (seven for a power of two) always fill seven eighths; a class too large
+// for chunk_size gets the smallest chunk that does, and never a larger one than eight blocks'.
+inline constexpr std::size_t most_blocks_for_large_class = 8;
 
-// The chunk bytes of a class of `block_size` under the chunk_size option.
+// The chunk bytes of a class of `block_size` under the chunk_size option. A class larger than
+// an eighth of chunk_size takes the smallest power of two from chunk_size up that its blocks
+// fill to seven eighths: 61,440-byte blocks one to a 64 KiB chunk, 40,960-byte blocks three
+// to 128 KiB. A class used for one block at a time (a container's growing array, a hash
+// table's buckets) then holds one chunk of about its size, not eight blocks' worth, and a class
+// in heavy use loses no more than a power-of-two class does (docs/size_class.md, "In real
+// containers").
 constexpr std::size_t class_chunk_bytes(std::size_t block_size, std::size_t chunk_size) noexcept {
   const std::size_t for_small_class = std::bit_ceil(small_class_blocks * block_size);
   const std::size_t within_option =
       for_small_class < smallest_chunk_bytes ? smallest_chunk_bytes
       : for_small_class > chunk_size         ? chunk_size
                                              : for_small_class;
-  const std::size_t least = std::bit_ceil(min_blocks_per_chunk * block_size);
-  return least > within_option ? least : within_option;
+  const std::size_t most = std::bit_ceil(most_blocks_for_large_class * block_size);
+  if (most <= within_option) return within_option;
+  for (std::size_t chunk = within_option; chunk < most; chunk *= 2)
+    if (fills_seven_eighths(chunk, block_size)) return chunk;
+  return most;
 }
 
 // Marks every block of a chunk free: a fresh chunk, or one that changes class.

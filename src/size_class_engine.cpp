@@ -15,16 +15,19 @@
 namespace pmrkit::detail {
 namespace {
 
-constexpr bool every_class_gets_seven_blocks() {
-  for (unsigned index = 0; index < size_classes::count; ++index) {
-    const std::size_t size = size_classes::size_of(index);
-    if (blocks_per_chunk(class_chunk_bytes(size, smallest_chunk_bytes), size) <
-        min_blocks_per_chunk - (std::has_single_bit(size) ? 1 : 0))
-      return false;
+// Every class's blocks fill seven eighths of its chunk, at the smallest chunk_size, the default
+// and the largest (size_class_chunk.hpp).
+constexpr bool every_chunk_is_seven_eighths_blocks() {
+  for (const std::size_t chunk_size :
+       {smallest_chunk_bytes, size_class_options{}.chunk_size, largest_chunk_bytes}) {
+    for (unsigned index = 0; index < size_classes::count; ++index) {
+      const std::size_t size = size_classes::size_of(index);
+      if (!fills_seven_eighths(class_chunk_bytes(size, chunk_size), size)) return false;
+    }
   }
   return true;
 }
-static_assert(every_class_gets_seven_blocks());
+static_assert(every_chunk_is_seven_eighths_blocks());
 // A returning block costs one metadata line when its chunk's bitmap shares the header's line
 // (size_class_chunk.hpp): at most four words, 256 blocks. A chunk of a class holds fewer than
 // 256 blocks unless it is the smallest chunk, which the 8-byte class alone overfills.

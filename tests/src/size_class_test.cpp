@@ -152,6 +152,57 @@ TEMPLATE_TEST_CASE("size_class: 4096 has a companion class that fills its chunk"
   r.deallocate(aligned, 100, 4096);
 }
 
+TEMPLATE_TEST_CASE("size_class: every chunk is at least seven eighths blocks",
+                   "[size_class]", size_class_resource, size_class_unsync_resource) {
+  const std::size_t chunk_size =
+      GENERATE(std::size_t{4096}, std::size_t{64} << 10, std::size_t{1} << 20);
+  CAPTURE(chunk_size);
+  size_class_options options;
+  options.max_pooled = std::size_t{1} << 20;
+  options.chunk_size = chunk_size;
+  TestType r(options);
+  for (const auto& c : r.stats().classes) {
+    CAPTURE(c.block_size, c.chunk_bytes, c.blocks_per_chunk);
+    CHECK(c.blocks_per_chunk >= 1);
+    CHECK(c.blocks_per_chunk * c.block_size * 8 >= c.chunk_bytes * 7);
+    // Above chunk_size, the smallest chunk that does: half of it, less its header (32 bytes)
+    // and bitmap (a word per 64 blocks), would hold too few blocks.
+    if (c.chunk_bytes > chunk_size) {
+      const std::size_t space = c.chunk_bytes / 2 - 32;
+      std::size_t blocks = space / c.block_size;
+      while (blocks * c.block_size + (blocks + 63) / 64 * 8 > space) --blocks;
+      CHECK(blocks * c.block_size * 8 < c.chunk_bytes / 2 * 7);
+    }
+  }
+}
+
+TEMPLATE_TEST_CASE("size_class: a large class used one block at a time holds about one block",
+                   "[size_class]", size_class_resource, size_class_unsync_resource) {
+  // A container's growing array, or a hash table's buckets: each large size is used once, for
+  // one block. Its class takes a chunk that holds it, not eight blocks' worth (61,440 bytes
+  // took a 512 KiB chunk before).
+  pmrkit::counting_resource upstream;
+  TestType r(size_class_options{}, &upstream);
+  const auto held_for = [&](std::size_t bytes) {
+    const std::uint64_t before = upstream.stats().bytes_in_use;
+    void* p = r.allocate(bytes, 8);
+    fill_pattern(p, bytes, 3);
+    const std::uint64_t held = upstream.stats().bytes_in_use - before;
+    r.deallocate(p, bytes, 8);
+    r.release();
+    return held;
+  };
+  for (std::size_t bytes : {std::size_t{15'360}, std::size_t{30'720}, std::size_t{40'000},
+                            std::size_t{61'440}}) {
+    CAPTURE(bytes);
+    const std::uint64_t held = held_for(bytes);
+    // One chunk of chunk_size (64 KiB), or of a few blocks, and the cache's slots for the
+    // block (a few hundred bytes).
+    CHECK(held <= std::max<std::uint64_t>(std::uint64_t{64} << 10, 4 * bytes) + 1024);
+  }
+  CHECK(held_for(61'440) <= (std::uint64_t{65} << 10));
+}
+
 TEMPLATE_TEST_CASE("size_class: every class edge and its neighbours land in the right class",
                    "[size_class]", size_class_resource, size_class_unsync_resource) {
   TestType r;
