@@ -37,9 +37,10 @@ struct size_class_options {
   std::size_t max_pooled = 64 * 1024;
   // Bytes of a chunk, a power of two from 4 KiB to 256 MiB. A small class gets chunks of about
   // 128 blocks (at least 4 KiB, at most this), so a class in light use holds little. A class
-  // too large for that gets
-  // chunks of bit_ceil(8 × its size): eight blocks, or seven for a power-of-two class, whose
-  // last block gives way to the chunk's header. Chunks are requested aligned to their size.
+  // of more than an eighth of this gets the smallest power of two from this up that its blocks
+  // fill to seven eighths (a power-of-two class loses its last block to the chunk's header:
+  // seven of eight), so one block of a large class holds about its own size, not eight blocks'
+  // worth. Chunks are requested aligned to their size.
   std::size_t chunk_size = 64 * 1024;
   // Bytes the resource may keep in chunks whose blocks are all free (any class with the same
   // chunk size reuses them); beyond it such chunks
