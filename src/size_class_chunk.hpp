@@ -101,8 +101,8 @@ inline constexpr std::size_t most_blocks_for_large_class = 8;
 // fill to seven eighths: 61,440-byte blocks one to a 64 KiB chunk, 40,960-byte blocks three
 // to 128 KiB. A class used for one block at a time (a container's growing array, a hash
 // table's buckets) then holds one chunk of about its size, not eight blocks' worth, and a class
-// in heavy use loses no more than a power-of-two class does (docs/size_class.md, "In real
-// containers").
+// in heavy use loses no more than a power-of-two class does (docs/size_class.md, "Which chunk
+// a class gets").
 constexpr std::size_t class_chunk_bytes(std::size_t block_size, std::size_t chunk_size) noexcept {
   const std::size_t for_small_class = std::bit_ceil(small_class_blocks * block_size);
   const std::size_t within_option =
