@@ -76,15 +76,20 @@ struct alignas(64) class_store {
   // in advance and several are in flight at once.
   void give(const class_info& info, void* const* blocks, std::uint32_t count,
             chunk_header*& emptied) noexcept {
-    const std::uint32_t sparse = info.capacity / 4;
+    // Copies: the bitmap words written below could alias `info`, which the compiler would
+    // then load again for every block.
+    const std::size_t chunk_bytes = info.chunk_bytes;
+    const std::uint64_t reciprocal = info.block_reciprocal;
+    const std::uint32_t capacity = info.capacity;
+    const std::uint32_t sparse = capacity / 4;
     for (std::uint32_t i = 0; i < count; ++i) {
       void* const block = blocks[i];
-      chunk_header* chunk = header_of_block(block, info.chunk_bytes);
+      chunk_header* chunk = header_of_block(block, chunk_bytes);
       const std::size_t offset = static_cast<std::size_t>(static_cast<std::byte*>(block) -
-                                                          base_of_chunk(chunk, info.chunk_bytes));
-      const std::uint32_t index = block_index(offset, info.block_reciprocal);
+                                                          base_of_chunk(chunk, chunk_bytes));
+      const std::uint32_t index = block_index(offset, reciprocal);
       const std::uint64_t bit = std::uint64_t{1} << (index % 64);
-      std::uint64_t& word = free_bits(chunk, info.capacity)[index / 64];
+      std::uint64_t& word = free_bits(chunk, capacity)[index / 64];
       assert(offset == index * info.block_size && "pmrkit: size_class: not a block of this class");
       assert(!(word & bit) && "pmrkit: size_class: block freed twice");
       word |= bit;
