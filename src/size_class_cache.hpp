@@ -44,6 +44,9 @@ struct block_stack {
   // budget (see size_class_cache); other classes' refills halve it when the budget runs out.
   std::uint32_t limit = 0;
   std::uint32_t capacity = 0;  // slots allocated
+  // Refills and overflows of this stack since the cache's last scavenge (size_class_engine's
+  // scavenge): with its allocation count, whether the thread used the class in between.
+  std::uint32_t slow_paths = 0;
 
   static constexpr std::uint32_t min_slots = 16;
 
@@ -87,6 +90,11 @@ struct size_class_cache {
   bool sweep_due = false;  // this thread claimed the next sweep: done once this use ends
   // Aligned so that each 32-byte stack lies within one cache line.
   alignas(64) std::array<block_stack<Counter>, size_classes::count> stacks{};
+  // The cache's allocations, and each stack's (their low 32 bits), at the last scavenge: a class
+  // whose count has not moved since, and whose stack took no slow path, was not used while the
+  // thread made that many allocations (size_class_engine's scavenge).
+  std::uint64_t allocations_at_scavenge = 0;
+  std::array<std::uint32_t, size_classes::count> class_allocations_at_scavenge{};
 };
 
 }  // namespace pmrkit::detail

@@ -45,6 +45,29 @@ class empty_chunks {
     return true;
   }
 
+  // Kept chunks of any size but `spared` (0: none spared), at least `bytes` of them if there
+  // are so many, the largest sizes first (so that few go, and the chunks of the small classes,
+  // which most blocks are in, stay), chained through next for the caller to return to upstream.
+  chunk_header* take_for(std::size_t bytes, std::size_t spared) noexcept {
+    const std::lock_guard lock(mutex_);
+    chunk_header* taken = nullptr;
+    std::size_t taken_bytes = 0;
+    for (auto slot = static_cast<unsigned>(lists_.size()); slot-- > 0 && taken_bytes < bytes;) {
+      const std::size_t size = smallest_chunk_bytes << slot;
+      if (size == spared) continue;
+      while (taken_bytes < bytes) {
+        chunk_header* const chunk = lists_[slot].front();
+        if (!chunk) break;
+        lists_[slot].remove(chunk);
+        chunk->next = taken;
+        taken = chunk;
+        taken_bytes += size;
+      }
+    }
+    bytes_.subtract(taken_bytes);
+    return taken;
+  }
+
   // Every kept chunk, chained through next; each header records its own size.
   chunk_header* take_all() noexcept {
     const std::lock_guard lock(mutex_);

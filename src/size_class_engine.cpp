@@ -61,6 +61,19 @@ constexpr std::size_t guaranteed_cache_bytes = 16 * 1024;
 // cache too, and refills it in a few dozen slow paths. A sweep that takes nothing costs a walk
 // of the caches under the registry's lock; one that takes caches, a process-wide barrier.
 constexpr std::uint64_t sweep_check_interval = 64;
+// Scavenging (tcmalloc's name): a cache looks every scavenge_check_interval slow paths, and once
+// its thread has made scavenge_allocations allocations since the last time, each class the
+// thread did not use in them (no allocation, no refill, no overflow) gives back half the blocks
+// its stack holds, and half its limit (not its slots: a class used now and then comes back).
+// Counted in the thread's own calls, not in time, so a thread that runs from its cache alone
+// pays nothing, and a class in use keeps its cache whatever its pace. Without it, a class used
+// one block at a time (a growing array, a hash table's buckets) kept the free blocks of its last
+// refill, each such class pinning a chunk of its own for blocks nobody used (docs/size_class.md,
+// "Memory a cache keeps"). Counted in slow paths alone, the interval shrank as slow paths came
+// faster, and classes merely used less often than the rest looked idle: AllocPhases ran 1.26x
+// slower.
+constexpr std::uint64_t scavenge_check_interval = 64;
+constexpr std::uint64_t scavenge_allocations = 8192;
 // The sweeper thread wakes every this many cache_idle_times and sweeps only if no thread has
 // swept for as long: while the threads of a resource take slow paths, they sweep, and the
 // sweeper stays out of their way (a busy pool's timings are those without it); it covers the
@@ -266,6 +279,8 @@ void size_class_engine<Policy>::absorb_exiting_cache(size_class_cache& local) no
     count_caches(-1);
   }
   local.limit_bytes = 0;
+  local.allocations_at_scavenge = 0;  // the stacks' counts start over
+  local.class_allocations_at_scavenge = {};
 }
 
 // ---------------------------------------------------------------- cache misses
@@ -273,6 +288,7 @@ void size_class_engine<Policy>::absorb_exiting_cache(size_class_cache& local) no
 template <class Policy>
 void* size_class_engine<Policy>::refill(size_class_cache& local, unsigned index) {
   block_stack& stack = local.stacks[index];
+  ++stack.slow_paths;
   note_slow_path(local);
   // A miss means the stack was too short for how this thread uses the class: lengthen it.
   grow_limit(local, index);
@@ -365,10 +381,34 @@ void size_class_engine<Policy>::free_slots(void** slots, std::uint32_t capacity)
 template <class Policy>
 void size_class_engine<Policy>::note_slow_path(size_class_cache& local) noexcept {
   const std::uint64_t count = local.slow_paths.add(1);
+  if (count % scavenge_check_interval == 0) scavenge(local);
   if constexpr (per_thread_caches) {
     if (count % sweep_check_interval != 0 || idle_period_ == 0 || caches_.get() < 2) return;
     if (claim_sweep(idle_period_)) local.sweep_due = true;
   }
+}
+
+template <class Policy>
+void size_class_engine<Policy>::scavenge(size_class_cache& local) noexcept {
+  std::uint64_t allocations = 0;
+  for (unsigned index = 0; index < class_count_; ++index)
+    allocations += local.stacks[index].allocations.get();
+  if (allocations - local.allocations_at_scavenge < scavenge_allocations) return;
+  local.allocations_at_scavenge = allocations;
+  std::size_t cut_bytes = 0;
+  for (unsigned index = 0; index < class_count_; ++index) {
+    block_stack& stack = local.stacks[index];
+    const auto class_allocations = static_cast<std::uint32_t>(stack.allocations.get());
+    const bool allocated = std::exchange(local.class_allocations_at_scavenge[index],
+                                         class_allocations) != class_allocations;
+    if (std::exchange(stack.slow_paths, 0) != 0 || allocated || stack.limit == 0) continue;
+    if (const std::uint32_t held = stack.count.get()) flush(local, index, (held + 1) / 2);
+    const std::uint32_t cut = (stack.limit + 1) / 2;
+    stack.limit -= cut;
+    cut_bytes += cut * info_[index].block_size;
+  }
+  local.limit_bytes -= cut_bytes;
+  if constexpr (per_thread_caches) cache_limit_bytes_.subtract(cut_bytes);
 }
 
 template <class Policy>
@@ -484,10 +524,11 @@ void size_class_engine<Policy>::overflow(size_class_cache& local, unsigned index
   // ends): give back half the limit's worth in one batch, so that the stack, with the block,
   // holds half its limit, as tcmalloc's lists do. A cache over its share of max_cached_total
   // (more threads came) shrinks to it first.
+  block_stack& stack = local.stacks[index];
+  ++stack.slow_paths;
   note_slow_path(local);
   const std::size_t budget = cache_budget(local);
   if (local.limit_bytes > budget) shrink_to(local, budget, class_count_);
-  block_stack& stack = local.stacks[index];
   if (stack.limit == 0) return give(index, &block, 1, 0);
   // count <= limit < capacity, so the block has a slot; the flush may then give it back too
   // (a stack with a limit of one keeps nothing, and pins no chunk).
@@ -559,12 +600,23 @@ template <class Policy>
 chunk_header* size_class_engine<Policy>::obtain_chunk(unsigned index) {
   const class_info& info = info_[index];
   chunk_header* chunk = empty_chunks_.take(info.chunk_bytes);
-  if (!chunk) chunk = new_chunk(info.chunk_bytes);
+  if (!chunk) {
+    // None of this size is kept: the new chunk may first take the place of kept ones of other
+    // sizes, which serve only classes of their own size.
+    make_room_for(info.chunk_bytes, info.chunk_bytes);
+    chunk = new_chunk(info.chunk_bytes);
+  }
   *chunk = chunk_header{};
   chunk->bytes = static_cast<std::uint32_t>(info.chunk_bytes);
   chunk->capacity = info.capacity;
   reset_free_bits(chunk);
   return chunk;
+}
+
+template <class Policy>
+void size_class_engine<Policy>::make_room_for(std::size_t bytes, std::size_t spared) noexcept {
+  if (bytes_from_upstream_.get() + bytes <= peak_bytes_from_upstream_.get()) return;
+  free_chunks(empty_chunks_.take_for(bytes, spared));
 }
 
 template <class Policy>
@@ -608,6 +660,7 @@ void size_class_engine<Policy>::free_chunks(chunk_header* chain) noexcept {
 
 template <class Policy>
 void* size_class_engine<Policy>::allocate_large(std::size_t bytes, std::size_t alignment) {
+  make_room_for(bytes, 0);
   void* const block = upstream_->allocate(bytes, alignment);
   std::size_t table_grew_by = 0;
   try {

@@ -164,6 +164,10 @@ class size_class_engine {
   // Counts a slow path; now and then claims the next sweep for idle caches (sweep_due), which
   // the caller runs once its use of the cache has ended.
   void note_slow_path(size_class_cache& local) noexcept;
+  // Once the thread has made scavenge_allocations allocations since the last scavenge: gives
+  // back half the blocks and half the limit of each class it did not use in them, and starts
+  // the next interval (size_class_engine.cpp).
+  void scavenge(size_class_cache& local) noexcept;
   // Halves other classes' limits, round robin, until the cache's limits fit in `budget`,
   // flushing what they hold beyond their new limits. `keep` is left alone.
   void shrink_to(size_class_cache& local, std::size_t budget, unsigned keep) noexcept;
@@ -199,6 +203,12 @@ class size_class_engine {
   // A chunk for class `index`: an empty one that any class gave up, else a new one.
   chunk_header* obtain_chunk(unsigned index);
   chunk_header* new_chunk(std::size_t chunk_bytes);
+  // About to take `bytes` more from upstream: if that would raise the most this resource has
+  // ever held, kept empty chunks of any size but `spared` (0: none) go back first, as many
+  // bytes, largest first. So the high-water mark grows with what is live, not with empty chunks
+  // of sizes the work has moved away from; below it they stay, for the classes that may need
+  // them again, and a resource reused for the same work each time stops calling upstream.
+  void make_room_for(std::size_t bytes, std::size_t spared) noexcept;
   // Keeps each chunk of the chain among the empty chunks, within max_retained, or frees it.
   void retire_chunks(chunk_header* chain) noexcept;
   void free_chunks(chunk_header* chain) noexcept;

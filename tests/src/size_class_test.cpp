@@ -382,6 +382,74 @@ TEMPLATE_TEST_CASE("size_class: empty chunks within max_retained are reused", "[
   CHECK(upstream.stats().allocations == after_first);
 }
 
+// Empty chunks serve only classes of their own chunk size. When the work moves to sizes of
+// another chunk size, the kept ones go back as new ones come, so that the most the resource
+// holds follows what is live rather than the sum of every size's peak; below that mark they
+// stay, for the classes that may come back to them.
+TEMPLATE_TEST_CASE("size_class: a new chunk at the high-water mark replaces empty ones of other "
+                   "sizes", "[size_class]", size_class_resource, size_class_unsync_resource) {
+  pmrkit::counting_resource upstream;
+  size_class_options options;
+  options.thread_cache = 0;         // every free reaches its chunk at once
+  options.max_retained = 2u << 20;  // what empties beyond it goes back to upstream
+  TestType r(options, &upstream);
+  const auto fill = [&](std::size_t size, std::size_t bytes) {
+    std::vector<void*> blocks;
+    for (std::size_t done = 0; done < bytes; done += size) blocks.push_back(r.allocate(size, 8));
+    return blocks;
+  };
+  const auto free_all = [&](std::vector<void*>& blocks, std::size_t size) {
+    for (void* p : blocks) r.deallocate(p, size, 8);
+    blocks.clear();
+  };
+  const auto chunk_of = [&](std::size_t size) {
+    for (const auto& c : r.stats().classes)
+      if (c.block_size == size) return c.chunk_bytes;
+    FAIL("no class of " << size << " bytes");
+    return std::size_t{0};
+  };
+  REQUIRE(chunk_of(32) != chunk_of(128));  // 4 KiB and 16 KiB at the defaults
+
+  // 4 MiB of 32-byte blocks, freed: 2 MiB of their chunks are kept, empty, and the rest goes
+  // back (max_retained), so the resource holds half its high-water mark.
+  std::vector<void*> small = fill(32, 4u << 20);
+  free_all(small, 32);
+  const std::uint64_t mark = r.stats().peak_bytes_from_upstream;
+  const std::uint64_t kept = r.stats().empty_chunk_bytes;
+  CHECK(kept >= (2u << 20) - chunk_of(32));
+  CHECK(r.stats().bytes_from_upstream <= mark / 2 + (64u << 10));
+
+  // Below the mark the empty chunks stay, for the 32-byte class to come back to: 1 MiB of
+  // 128-byte blocks comes from upstream beside them.
+  std::vector<void*> other = fill(128, 1u << 20);
+  CHECK(r.stats().empty_chunk_bytes == kept);
+  CHECK(r.stats().peak_bytes_from_upstream == mark);
+
+  // At the mark each new chunk takes the place of kept ones: 3 MiB more of 128-byte blocks
+  // raise it by at most one chunk, and the kept chunks went back to upstream.
+  std::vector<void*> more = fill(128, 3u << 20);
+  CHECK(r.stats().peak_bytes_from_upstream <= mark + chunk_of(128));
+  CHECK(r.stats().empty_chunk_bytes < kept / 2);
+  CHECK(upstream.stats().bytes_in_use == r.stats().bytes_from_upstream);
+
+  // A large block at the mark does the same: with 2 MiB of 128-byte chunks kept, empty, and
+  // 2 MiB of 32-byte blocks live again, a 1 MiB block (above max_pooled, so straight from
+  // upstream) takes the place of kept chunks.
+  free_all(other, 128);
+  free_all(more, 128);
+  small = fill(32, 2u << 20);
+  REQUIRE(r.stats().empty_chunk_bytes >= (1u << 20));
+  const std::uint64_t mark_now = r.stats().peak_bytes_from_upstream;
+  const std::uint64_t before = r.stats().bytes_from_upstream;
+  REQUIRE(before + (1u << 20) > mark_now);
+  void* large = r.allocate(1u << 20, 8);
+  CHECK(r.stats().peak_bytes_from_upstream <= std::max(mark_now, before) + (64u << 10));
+  r.deallocate(large, 1u << 20, 8);
+  free_all(small, 32);
+  r.release();
+  CHECK(upstream.stats().bytes_in_use == 0);
+}
+
 TEMPLATE_TEST_CASE("size_class: release() returns everything and the resource stays usable",
                    "[size_class]", size_class_resource, size_class_unsync_resource) {
   pmrkit::counting_resource upstream;
@@ -446,6 +514,46 @@ TEMPLATE_TEST_CASE("size_class: a class's cache starts at one block and doubles 
   }
   CHECK(blocks.size() == 1 + 2 + 4 + 8 + 16 + 32 + 63 + 7);
   for (void* p : blocks) r.deallocate(p, size, 16);
+}
+
+// A class used one block at a time (a growing array, a hash table's buckets) missed once per
+// use and grew its limit each time, and kept the free blocks of its refills in the cache: each
+// such class pinned a chunk of its own for blocks nobody used. Slow paths elsewhere now scavenge
+// it: half its blocks and half its limit go back each interval it takes no slow path of its own.
+TEMPLATE_TEST_CASE("size_class: a class the thread stopped using gives back its cached blocks",
+                   "[size_class]", size_class_resource, size_class_unsync_resource) {
+  pmrkit::counting_resource upstream;
+  TestType r({}, &upstream);
+  constexpr std::size_t rare = 4608;  // 64 KiB chunks at the defaults
+  const auto of_size = [&](std::size_t size) {
+    for (const auto& c : r.stats().classes)
+      if (c.block_size == size) return c;
+    FAIL("no class of " << size << " bytes");
+    return size_class_stats::size_class{};
+  };
+  // A burst of the class grows its limit (doubling at each miss), and the free of the burst
+  // leaves the cache holding blocks of it.
+  std::vector<void*> burst;
+  for (int i = 0; i < 40; ++i) burst.push_back(r.allocate(rare, 8));
+  for (void* p : burst) r.deallocate(p, rare, 8);
+  REQUIRE(of_size(rare).cached_blocks >= 4);
+  REQUIRE(of_size(rare).chunks >= 1);
+
+  // Work in another class: hundreds of refills and overflows (each refill takes up to 513
+  // blocks, each overflow gives back 256), ten times the scavenge interval and more.
+  std::vector<void*> blocks;
+  for (int round = 0; round < 10; ++round) {
+    for (int i = 0; i < 20'000; ++i) blocks.push_back(r.allocate(64, 8));
+    for (void* p : blocks) r.deallocate(p, 64, 8);
+    blocks.clear();
+  }
+  CHECK(of_size(rare).cached_blocks == 0);
+  CHECK(of_size(rare).chunks == 0);  // empty: kept for any class of its chunk size, or gone
+
+  // Its limit went back too: the next use takes a block and caches one, not a burst's worth.
+  void* p = r.allocate(rare, 8);
+  CHECK(of_size(rare).cached_blocks <= 1);
+  r.deallocate(p, rare, 8);
 }
 
 // A cache holds addresses, not a list threaded through the blocks: a free that the cache keeps
