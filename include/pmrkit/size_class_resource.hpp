@@ -6,7 +6,8 @@
 // `upstream`, one chunk per class at a time. Larger requests, and alignments a class cannot
 // provide, go straight to upstream and straight back on free.
 // Chunks whose blocks are all free go back to upstream once more than max_retained bytes sit
-// in such chunks; release() and the destructor return everything, whatever is still
+// in such chunks, or when the resource would otherwise hold more than it ever has for a
+// chunk of another size; release() and the destructor return everything, whatever is still
 // allocated. docs/size_class.md describes the design.
 //
 // Thread-safety: size_class_resource may be used from any threads at once, and a block may be
@@ -43,12 +44,16 @@ struct size_class_options {
   // worth. Chunks are requested aligned to their size.
   std::size_t chunk_size = 64 * 1024;
   // Bytes the resource may keep in chunks whose blocks are all free (any class with the same
-  // chunk size reuses them); beyond it such chunks
-  // go back to upstream as soon as they empty. 0 returns every empty chunk at once. The
-  // default lets a burst of a few MiB be reused without a round trip to upstream.
+  // chunk size reuses them); beyond it such chunks go back to upstream as soon as they empty.
+  // 0 returns every empty chunk at once. The default lets a burst of a few MiB be reused
+  // without a round trip to upstream. Kept chunks of one size also go back when a chunk of
+  // another size would raise the most the resource has ever held: the high-water mark follows
+  // what is live, not the sum of every size's peak.
   std::size_t max_retained = 4 * 1024 * 1024;
   // Free bytes each thread may cache per resource, shared among the classes as the thread
   // uses them (0 turns the caches off: every call then locks the shared store of its class).
+  // A class the thread stops using gives its cached blocks back over its next few thousand
+  // allocations of other classes, so its chunks can empty.
   std::size_t thread_cache = 2 * 1024 * 1024;
   // Free bytes all threads' caches of this resource may hold together (sync only). Each cache
   // grows to its share, max_cached_total / caches, or thread_cache if smaller, and never below
