@@ -207,7 +207,7 @@ class size_class_engine {
   // ever held, kept empty chunks of any size but `spared` (0: none) go back first, as many
   // bytes, largest first. So the high-water mark grows with what is live, not with empty chunks
   // of sizes the work has moved away from; below it they stay, for the classes that may need
-  // them again, and a resource reused for the same work each time stops calling upstream.
+  // them again.
   void make_room_for(std::size_t bytes, std::size_t spared) noexcept;
   // Keeps each chunk of the chain among the empty chunks, within max_retained, or frees it.
   void retire_chunks(chunk_header* chain) noexcept;
