@@ -45,16 +45,15 @@ class empty_chunks {
     return true;
   }
 
-  // Kept chunks of any size but `spared` (0: none spared), at least `bytes` of them if there
-  // are so many, the largest sizes first (so that few go, and the chunks of the small classes,
-  // which most blocks are in, stay), chained through next for the caller to return to upstream.
-  chunk_header* take_for(std::size_t bytes, std::size_t spared) noexcept {
+  // Kept chunks, at least `bytes` of them if there are so many, the largest sizes first (so
+  // that few go, and the chunks of the small classes, which most blocks are in, stay), chained
+  // through next for the caller to return to upstream.
+  chunk_header* take_for(std::size_t bytes) noexcept {
     const std::lock_guard lock(mutex_);
     chunk_header* taken = nullptr;
     std::size_t taken_bytes = 0;
     for (auto slot = static_cast<unsigned>(lists_.size()); slot-- > 0 && taken_bytes < bytes;) {
       const std::size_t size = smallest_chunk_bytes << slot;
-      if (size == spared) continue;
       while (taken_bytes < bytes) {
         chunk_header* const chunk = lists_[slot].front();
         if (!chunk) break;

@@ -603,7 +603,7 @@ chunk_header* size_class_engine<Policy>::obtain_chunk(unsigned index) {
   if (!chunk) {
     // None of this size is kept: the new chunk may first take the place of kept ones of other
     // sizes, which serve only classes of their own size.
-    make_room_for(info.chunk_bytes, info.chunk_bytes);
+    make_room_for(info.chunk_bytes);
     chunk = new_chunk(info.chunk_bytes);
   }
   *chunk = chunk_header{};
@@ -614,9 +614,9 @@ chunk_header* size_class_engine<Policy>::obtain_chunk(unsigned index) {
 }
 
 template <class Policy>
-void size_class_engine<Policy>::make_room_for(std::size_t bytes, std::size_t spared) noexcept {
+void size_class_engine<Policy>::make_room_for(std::size_t bytes) noexcept {
   if (bytes_from_upstream_.get() + bytes <= peak_bytes_from_upstream_.get()) return;
-  free_chunks(empty_chunks_.take_for(bytes, spared));
+  free_chunks(empty_chunks_.take_for(bytes));
 }
 
 template <class Policy>
@@ -660,7 +660,7 @@ void size_class_engine<Policy>::free_chunks(chunk_header* chain) noexcept {
 
 template <class Policy>
 void* size_class_engine<Policy>::allocate_large(std::size_t bytes, std::size_t alignment) {
-  make_room_for(bytes, 0);
+  make_room_for(bytes);
   void* const block = upstream_->allocate(bytes, alignment);
   std::size_t table_grew_by = 0;
   try {
