@@ -234,8 +234,16 @@ void row_pass::hold_static(std::uint64_t held, std::uint64_t live) {
   memory_.note_live(live);
 }
 
-strategy_under_test::strategy_under_test(const std::string& spec, row_pass& pass)
-    : spec_(spec), pass_(pass), upstream_(std::pmr::new_delete_resource()) {
+shared_pool::shared_pool()
+    : below_(std::pmr::new_delete_resource()),
+      pool_(make_resource("size_class", &below_)) {}
+
+strategy_under_test::strategy_under_test(const std::string& spec, row_pass& pass,
+                                         shared_pool* pool)
+    : spec_(spec),
+      pass_(pass),
+      pool_(pool),
+      upstream_(pool ? pool->resource() : std::pmr::new_delete_resource()) {
   if (spec == "bare_list") {
     owned_ = std::make_unique<bare_list_resource>();
   } else if (spec == "mimalloc_plain") {
@@ -266,12 +274,14 @@ void strategy_under_test::report_and_detach() {
 
 std::uint64_t strategy_under_test::own_held_peak() const {
   if (spec_ == "bare_list") return bare_list_resource::held_bytes();
+  if (pool_) return pool_->below().stats().peak_bytes_in_use;
   return upstream_.stats().peak_bytes_in_use;  // 0 for a strategy that ignores its upstream
 }
 
 std::uint64_t strategy_under_test::held_bytes_now() const {
   if (spec_ == "bare_list") return bare_list_resource::held_bytes();
-  if (pass_.memory_.method() == held_method::upstream) return upstream_.stats().bytes_in_use;
+  if (pass_.memory_.method() == held_method::upstream)
+    return (pool_ ? pool_->below() : upstream_).stats().bytes_in_use;
   return pass_.memory_.probe().now();
 }
 

@@ -15,6 +15,10 @@
 //   fresh   a new resource per op (a request arena): its construction is in build, its
 //           destruction, which returns its memory, in destroy
 //   pooled  one resource reused by every op (a long-lived service), warmed by one op
+//   shared  a new resource per op over one long-lived pool (bench_support.hpp's shared_pool),
+//           warmed by one op: a request arena as a service runs it. Only for strategies that
+//           take memory from upstream (the others would repeat their fresh row); held is what
+//           the pool holds, what it keeps between ops included
 // Rows mimalloc_plain: the plainest pmr wrapper over the privately loaded mimalloc (mi_malloc,
 // mi_free), as the yardstick the strategies are held to.
 // Counters: allocs_per_op and bytes_per_op (heap allocations per op, all phases),
@@ -273,8 +277,20 @@ void run_pooled(benchmark::State& state, const std::string& spec, container_op o
   });
 }
 
-// A resource of its own per op: its construction counts in build, its destruction (which
-// returns its memory) in destroy.
+// One op on a resource of its own, made over `pool` (null: over new_delete): its construction
+// counts in build, its destruction (which returns its memory) in destroy.
+void op_on_own_resource(const std::string& spec, row_pass& pass, shared_pool* pool,
+                        container_op op, phase_timer& timer) {
+  timer.begin(phase::build);
+  auto subject = std::make_unique<strategy_under_test>(spec, pass, pool);
+  timer.end(phase::build);
+  op(subject->resource(), timer);
+  timer.begin(phase::destroy);
+  subject.reset();
+  timer.end(phase::destroy);
+}
+
+// A resource of its own per op (a request arena) over new_delete.
 void run_fresh(benchmark::State& state, const std::string& spec, container_op op, phase timed) {
   // The inputs are made once per process (tens of milliseconds): here, not inside the first
   // timed op, which a short run may consist of (a fresh row has no warm-up op).
@@ -282,13 +298,21 @@ void run_fresh(benchmark::State& state, const std::string& spec, container_op op
   run_row(state, spec, [&](benchmark::State& st, row_pass& pass) {
     pass.loop(st, [&] {
       phase_timer timer;
-      timer.begin(phase::build);
-      auto subject = std::make_unique<strategy_under_test>(spec, pass);
-      timer.end(phase::build);
-      op(subject->resource(), timer);
-      timer.begin(phase::destroy);
-      subject.reset();
-      timer.end(phase::destroy);
+      op_on_own_resource(spec, pass, nullptr, op, timer);
+      if (!pass.counting()) st.SetIterationTime(timer.seconds(timed));
+    });
+  });
+}
+
+// A resource of its own per op over one pool that outlives them all, warmed by one op.
+void run_shared(benchmark::State& state, const std::string& spec, container_op op, phase timed) {
+  run_row(state, spec, [&](benchmark::State& st, row_pass& pass) {
+    shared_pool pool;
+    phase_timer warm;
+    op_on_own_resource(spec, pass, &pool, op, warm);
+    pass.loop(st, [&] {
+      phase_timer timer;
+      op_on_own_resource(spec, pass, &pool, op, timer);
       if (!pass.counting()) st.SetIterationTime(timer.seconds(timed));
     });
   });
@@ -306,6 +330,10 @@ void register_container_workloads() {
             ->UseManualTime()
             ->Unit(benchmark::kMicrosecond);
         benchmark::RegisterBenchmark((base + "/pooled").c_str(), run_pooled, spec, w.op, timed)
+            ->UseManualTime()
+            ->Unit(benchmark::kMicrosecond);
+        if (spec == "mimalloc_plain" || !describe_strategy(spec).uses_upstream) continue;
+        benchmark::RegisterBenchmark((base + "/shared").c_str(), run_shared, spec, w.op, timed)
             ->UseManualTime()
             ->Unit(benchmark::kMicrosecond);
       }

@@ -156,7 +156,7 @@ NOISY_REFERENCE_FACTOR = 2.0
 INTERLEAVED_FIELD = "pmrkit_interleaved"
 
 _ROLE_ORDER = {"baseline": 0, "strategy": 1, "preload": 2, "plain": 3, "reference": 4}
-_VARIANT_ORDER = {"fresh": 0, "pooled": 1}
+_VARIANT_ORDER = {"fresh": 0, "pooled": 1, "shared": 2}
 
 
 def _ordered(rows: list[results.Row], strategy_order: list[str]) -> list[results.Row]:
@@ -169,7 +169,7 @@ def _ordered(rows: list[results.Row], strategy_order: list[str]) -> list[results
     def key(row: results.Row):
         k = row.key
         return (_ROLE_ORDER[_role(k)], preload_rank[k.preload], rank.get(k.strategy, len(rank)),
-                k.strategy, _VARIANT_ORDER.get(k.variant, 2))
+                k.strategy, _VARIANT_ORDER.get(k.variant, len(_VARIANT_ORDER)))
     return sorted(rows, key=key)
 
 

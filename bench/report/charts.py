@@ -16,7 +16,7 @@ from matplotlib import ticker  # noqa: E402
 import analysis  # noqa: E402
 import metrics as m  # noqa: E402
 
-VARIANT_COLORS = {"fresh": "#4c72b0", "pooled": "#dd8452", "": "#4c72b0"}
+VARIANT_COLORS = {"fresh": "#4c72b0", "pooled": "#dd8452", "shared": "#8172b3", "": "#4c72b0"}
 REFERENCE_COLOR = "#2a9d3a"
 DPI = 100
 

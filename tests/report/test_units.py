@@ -55,6 +55,8 @@ class ParseName(unittest.TestCase):
         self.check("InsertSingle/new_delete/fresh", "InsertSingle", "new_delete", "fresh")
         self.check("InsertSingle/monotonic/pooled", "InsertSingle", "monotonic", "pooled")
         self.check("InsertSingle/limit", "InsertSingle", "", "limit")
+        self.check("ContainerMap/build/size_class/shared/manual_time", "ContainerMap/build",
+                   "size_class", "shared")
 
     def test_sub_variant_and_spec(self):
         self.check("Serialization/with_metrics/size_class:max_pooled=128K/fresh",
@@ -72,6 +74,7 @@ class ParseName(unittest.TestCase):
 
     def test_unknown_strategy_sits_before_its_variant(self):
         self.check("CompressPayload/my_arena/pooled", "CompressPayload", "my_arena", "pooled")
+        self.check("ContainerMap/read/my_arena/shared", "ContainerMap/read", "my_arena", "shared")
 
     def test_patterns_and_threads(self):
         self.check("AllocPairs/new_delete", "AllocPairs", "new_delete", "")
@@ -190,6 +193,18 @@ class RunTables(unittest.TestCase):
         self.assertEqual((insert.baseline, insert.reference), ("new_delete/fresh", "limit"))
         pairs = table_of(self.tables, "AllocPairs")
         self.assertEqual((pairs.baseline, pairs.reference), ("new_delete", "bare_list"))
+
+    def test_shared_rows_follow_pooled_ones(self):
+        doc = {"context": {}, "benchmarks": [
+            {"name": f"ContainerMap/build/{strategy}/{variant}/manual_time",
+             "run_type": "iteration", "real_time": 1.0, "time_unit": "us"}
+            for strategy, variant in (("size_class", "shared"), ("size_class", "fresh"),
+                                      ("new_delete", "fresh"), ("size_class", "pooled"))]}
+        # One table: "shared" is a variant, not part of the workload's name.
+        (table,) = analysis.analyze_run(results.from_json(doc, known=("new_delete", "size_class")))
+        self.assertEqual([r.label for r in table.rows],
+                         ["new_delete/fresh", "size_class/fresh", "size_class/pooled",
+                          "size_class/shared"])
 
     def test_row_order(self):
         labels = [r.label for r in table_of(self.tables, "InsertSingle").rows]
