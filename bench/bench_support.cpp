@@ -7,6 +7,7 @@
 #include <cstring>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -119,6 +120,10 @@ class row_memory {
     allocs_per_op_ = allocs_per_op;
     bytes_per_op_ = bytes_per_op;
   }
+  // The page faults the timed loop took on this thread.
+  void note_timed_faults(std::uint64_t faults) {
+    if (measuring_) timed_faults_ = faults;
+  }
   void note_phase(const std::string& name, std::uint64_t held, std::uint64_t live) {
     for (auto& p : phases_)
       if (p.name == name) {
@@ -133,6 +138,11 @@ class row_memory {
     if (counted_) {  // absent rather than 0 without the counter: 0 would read "allocates nothing"
       state.counters["allocs_per_op"] = benchmark::Counter(allocs_per_op_);
       state.counters["bytes_per_op"] = benchmark::Counter(bytes_per_op_);
+    }
+    if (timed_faults_) {
+      const auto ops = std::max<benchmark::IterationCount>(state.iterations(), 1);
+      state.counters["faults_per_op"] =
+          benchmark::Counter(static_cast<double>(*timed_faults_) / static_cast<double>(ops));
     }
     state.counters["peak_held_bytes"] = benchmark::Counter(static_cast<double>(held_peak_));
     state.counters["peak_live_bytes"] = benchmark::Counter(static_cast<double>(live_peak_));
@@ -159,6 +169,7 @@ class row_memory {
   bool counted_ = false;
   double allocs_per_op_ = 0;
   double bytes_per_op_ = 0;
+  std::optional<std::uint64_t> timed_faults_;
   std::vector<phase> phases_;
 };
 
@@ -219,8 +230,14 @@ void row_pass::end_counting(double ops) {
   memory_.sample();
 }
 
-void row_pass::before_timed_loop() { memory_.sample(); }
-void row_pass::after_timed_loop() { memory_.sample(); }
+void row_pass::before_timed_loop() {
+  memory_.sample();
+  faults_before_timed_loop_ = thread_page_faults();
+}
+void row_pass::after_timed_loop() {
+  memory_.note_timed_faults(thread_page_faults() - faults_before_timed_loop_);
+  memory_.sample();
+}
 
 void row_pass::mark_phase(const std::string& name) {
   if (!counting() || !subject_) return;

@@ -12,7 +12,9 @@
 // Counters of every row (JSON names): allocs_per_op and bytes_per_op (counting pass, like Go's
 // -benchmem; only with the heap counter preloaded: bench/report/runner.py runs one such
 // process per row), peak_held_bytes (held_memory.hpp: the most the strategy held over both passes),
-// peak_live_bytes (counting pass); label "held=<method>"; phase workloads add
+// peak_live_bytes (counting pass), faults_per_op (the page faults, minor and major, that the
+// timed loop took on the row's first thread, per op: a fresh chunk's first touch, or memory
+// glibc gave back and the next op takes again); label "held=<method>"; phase workloads add
 // phase_<name>_held_bytes and phase_<name>_live_bytes.
 #pragma once
 
@@ -79,6 +81,7 @@ class row_pass {
   benchmark::IterationCount counting_ops_;
   strategy_under_test* subject_ = nullptr;
   heap_snapshot counted_from_;
+  std::uint64_t faults_before_timed_loop_ = 0;
 };
 
 // A long-lived pool for the request arenas of the shared rows (container_workloads.cpp): a

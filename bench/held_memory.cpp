@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <malloc.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -127,6 +128,12 @@ held_method held_method_for(std::string_view key, bool preloaded) {
 glibc_heap glibc_heap_now() noexcept {
   const struct mallinfo2 m = ::mallinfo2();
   return {m.arena + m.hblkhd, m.uordblks + m.hblkhd};
+}
+
+std::uint64_t thread_page_faults() noexcept {
+  rusage usage{};
+  if (::getrusage(RUSAGE_THREAD, &usage) != 0) return 0;
+  return static_cast<std::uint64_t>(usage.ru_minflt) + static_cast<std::uint64_t>(usage.ru_majflt);
 }
 
 std::uint64_t proc_status_bytes(std::string_view field) {

@@ -16,6 +16,8 @@
 //                   shows held < live as unmeasured)
 // and reference rows: bare_list by what it took from operator new (upstream), limit rows by
 // their static buffers. Single-threaded: one probe per row, used by the row's first thread.
+// Beside held memory, the page faults a thread takes (thread_page_faults): how often the memory
+// a row uses is new to the process.
 #pragma once
 
 #include <cstdint>
@@ -86,5 +88,10 @@ glibc_heap glibc_heap_now() noexcept;
 
 // A field of /proc/self/status in bytes (e.g. "VmRSS", "VmHWM"); 0 if it cannot be read.
 std::uint64_t proc_status_bytes(std::string_view field);
+
+// The page faults (minor and major) the calling thread has taken so far, by the kernel's count
+// (getrusage): a system call, no allocation. Behind faults_per_op, the first touches of memory
+// a row's timed loop pays for; 0 if it cannot be read.
+std::uint64_t thread_page_faults() noexcept;
 
 }  // namespace pmrkit::bench

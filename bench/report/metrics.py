@@ -58,6 +58,12 @@ IDLE_TIME = Metric("idle_ns_per_op", "idle time/op", "idle_ns_per_op", format_ti
                    delta_in_run=False)
 ALLOCS = Metric("allocs_per_op", "allocs/op", "allocs_per_op", format_count, False)
 BYTES = Metric("bytes_per_op", "B/op", "bytes_per_op", format_bytes, False)
+# Page faults the timed loop took, per op: first touches of new memory. A fresh resource whose
+# upstream gave pages back to the kernel (glibc trimming its heap) pays them again every op,
+# which is where such a row's time goes. A count near zero in most rows: no spread, whose
+# percentage of a median of 1 would say nothing.
+FAULTS = Metric("faults_per_op", "faults/op", "faults_per_op", format_count, False,
+                delta_in_run=False)
 THROUGHPUT = Metric("mb_per_s", "MB/s", "mb_per_s", format_rate, True, lower_is_better=False)
 PEAK_HELD = Metric("peak_held_bytes", "peak held", "peak_held_bytes", format_bytes, False,
                    delta_in_run=False)
@@ -66,9 +72,9 @@ PEAK_LIVE = Metric("peak_live_bytes", "peak live", "peak_live_bytes", format_byt
 HELD_OVER_LIVE = Metric("held_over_live", "held/live", "held_over_live", format_times, False,
                         delta_in_run=False)
 
-# In table order. MB/s is shown only for workloads that process bytes, the memory figures only
-# when the bench reported them (a results.json from before they existed has none), the idle
-# time only where the run measured it.
-TABLE_METRICS = (TIME, IDLE_TIME, ALLOCS, BYTES, PEAK_HELD, HELD_OVER_LIVE, THROUGHPUT)
-OPTIONAL_METRICS = (IDLE_TIME, PEAK_HELD, HELD_OVER_LIVE, THROUGHPUT)
+# In table order. MB/s is shown only for workloads that process bytes, the memory figures and
+# faults/op only when the bench reported them (a results.json from before they existed has
+# none), the idle time only where the run measured it.
+TABLE_METRICS = (TIME, IDLE_TIME, ALLOCS, BYTES, FAULTS, PEAK_HELD, HELD_OVER_LIVE, THROUGHPUT)
+OPTIONAL_METRICS = (IDLE_TIME, FAULTS, PEAK_HELD, HELD_OVER_LIVE, THROUGHPUT)
 MEMORY_METRICS = (PEAK_HELD, PEAK_LIVE, HELD_OVER_LIVE)

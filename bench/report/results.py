@@ -51,8 +51,8 @@ _TIME_UNIT_TO_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 
 # The metrics a row carries, by the key used everywhere else (tables, CSV, charts).
 # held_over_live is computed per repetition from the two counters before it.
-METRICS = ("ns_per_op", "idle_ns_per_op", "allocs_per_op", "bytes_per_op", "mb_per_s",
-           "items_per_s", "peak_held_bytes", "peak_live_bytes", "held_over_live")
+METRICS = ("ns_per_op", "idle_ns_per_op", "allocs_per_op", "bytes_per_op", "faults_per_op",
+           "mb_per_s", "items_per_s", "peak_held_bytes", "peak_live_bytes", "held_over_live")
 # The heap state of a document (context) and of an entry (set by the runner; see the module
 # comment). A document that names none predates the states: it ran idle.
 HEAP_STATE_FIELD = "pmrkit_heap_state"
@@ -203,7 +203,8 @@ def _metrics_of(entry: dict) -> dict[str, float]:
     scale = _TIME_UNIT_TO_NS.get(entry.get("time_unit", "ns"), 1.0)
     if "real_time" in entry:
         out["ns_per_op"] = float(entry["real_time"]) * scale
-    for counter in ("allocs_per_op", "bytes_per_op", "peak_held_bytes", "peak_live_bytes"):
+    for counter in ("allocs_per_op", "bytes_per_op", "faults_per_op", "peak_held_bytes",
+                    "peak_live_bytes"):
         if counter in entry:
             out[counter] = float(entry[counter])
     if out.get("peak_held_bytes") is not None and out.get("peak_live_bytes"):

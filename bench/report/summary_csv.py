@@ -1,5 +1,6 @@
 """summary.csv: one row per workload/strategy/variant/preload with medians, deltas and p-values,
-and the memory axis: peak_held_bytes, peak_live_bytes, held_over_live (medians), how held was
+faults_per_op (the timed loop's page faults per op), and the memory axis: peak_held_bytes,
+peak_live_bytes, held_over_live (medians), how held was
 measured, and whether the row is on its table's time-vs-held Pareto front. heap_state names the
 state every figure of the row comes from (warm: beside a live background set); where the run
 also ran the row idle, idle_ns_per_op_median is its time then and idle_over_warm the ratio. Phase workloads add
@@ -21,7 +22,7 @@ import results
 KEY_COLUMNS = ["workload", "threads", "strategy", "variant", "preload", "heap_state", "label",
                "role", "repetitions"]
 IDLE_COLUMNS = ["idle_ns_per_op_median", "idle_repetitions", "idle_over_warm"]
-CSV_METRICS = (m.TIME, m.ALLOCS, m.BYTES, m.THROUGHPUT)
+CSV_METRICS = (m.TIME, m.ALLOCS, m.BYTES, m.FAULTS, m.THROUGHPUT)
 
 
 MEMORY_COLUMNS = [metric.csv for metric in m.MEMORY_METRICS]

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <string>
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "mimalloc_loader.hpp"
@@ -16,6 +17,7 @@
 using pmrkit::bench::held_method;
 using pmrkit::bench::held_method_for;
 using pmrkit::bench::process_held_probe;
+using pmrkit::bench::thread_page_faults;
 
 namespace {
 constexpr std::size_t big = 48u << 20;  // above any noise of the test harness
@@ -131,4 +133,26 @@ TEST_CASE("held memory: the RSS high-water mark sees pages touched since start",
   CHECK(static_cast<volatile char*>(p)[big - 1] == 1);
   std::free(p);
   CHECK(probe.peak() >= big * 9 / 10);  // RSS is counted in pages, and the baseline moves
+}
+
+TEST_CASE("page faults: a thread that touches new pages is charged one fault for each",
+          "[bench][faults]") {
+  constexpr std::size_t pages = 256;
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  void* const region =
+      ::mmap(nullptr, pages * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(region != MAP_FAILED);
+  auto* const bytes = static_cast<volatile char*>(region);
+  const std::uint64_t before = thread_page_faults();
+  for (std::size_t i = 0; i < pages; ++i) bytes[i * page] = 1;
+  const std::uint64_t first_touch = thread_page_faults() - before;
+  // Touching them again costs nothing: the pages are the process's now.
+  const std::uint64_t again_from = thread_page_faults();
+  for (std::size_t i = 0; i < pages; ++i) bytes[i * page] = 2;
+  const std::uint64_t again = thread_page_faults() - again_from;
+  ::munmap(region, pages * page);
+  // At least one fault per page (fault-around does not map anonymous pages ahead; a
+  // transparent huge page would take fewer, so the region is smaller than one).
+  CHECK(first_touch >= pages);
+  CHECK(again < pages / 8);
 }

@@ -24,6 +24,7 @@ sys.path.insert(0, REPORT)
 
 import analysis  # noqa: E402
 import html_report  # noqa: E402
+import metrics as m  # noqa: E402
 import charts  # noqa: E402
 import results  # noqa: E402
 import runner  # noqa: E402
@@ -313,6 +314,20 @@ class MemoryAxis(unittest.TestCase):
         g = tables.grid(table_of(self.tables, "AllocPhases"))
         rows = {cells[0]: dict(zip(g.headers, cells)) for cells in g.rows}
         self.assertEqual(rows["monotonic"]["peak held"], "320MiB")
+
+    def test_faults_per_op_column_only_where_the_bench_reported_it(self):
+        faulting = {"ContainerMap/build/new_delete/fresh": ([7e6] * 5, {"faults_per_op": 10.0}),
+                    "ContainerMap/build/size_class/fresh":
+                        ([11e6] * 5, {"faults_per_op": 1500.0})}
+        table = analyzed_table(faulting)
+        self.assertIn(m.FAULTS, table.metrics)
+        g = tables.grid(table)
+        rows = {cells[0]: dict(zip(g.headers, cells)) for cells in g.rows}
+        self.assertEqual(rows["size_class/fresh"]["faults/op"], "1500")
+        self.assertEqual(rows["new_delete/fresh"]["faults/op"], "10")
+        # A run from before the counter existed: no column, rather than a column of blanks.
+        older = analyzed_table({"ContainerMap/build/new_delete/fresh": [7e6] * 5})
+        self.assertNotIn(m.FAULTS, older.metrics)
 
     def test_held_below_live_is_unmeasured_and_judges_nothing(self):
         # A peak held below peak live cannot be: the probe missed memory the allocator had
