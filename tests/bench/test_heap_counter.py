@@ -9,8 +9,8 @@ malloc), so the executable must not define malloc or operator new itself; allocs
 separate process with libpmrkit_heap_counter.so preloaded (docs/benchmarks.md, "How allocations
 are counted"). Checks:
   - the executable's dynamic symbol table defines none of the allocation functions;
-  - without the counter, a row reports its memory (peak live, peak held) and no allocs/op,
-    rather than a count of zero that reads as "allocates nothing";
+  - without the counter, a row reports its memory (peak live, peak held) and its page faults
+    per op, and no allocs/op, rather than a count of zero that reads as "allocates nothing";
   - with the counter preloaded, AllocPairs/new_delete counts its one allocation of 64 bytes
     per op, and AllocPairs/bare_list (which takes its memory once) none;
   - with the counter preloaded, a container workload on a pool reused across ops that keeps
@@ -18,6 +18,10 @@ are counted"). Checks:
     itself (its inputs, temporaries, the map object) must not put heap allocations on every
     strategy's row. (Not size_class: it may exchange an empty chunk of one size for another at
     its high-water mark, docs/size_class.md, so its count is the pool's own and not zero.)
+  - with the counter preloaded, a request arena per op over the shared pool
+    (ContainerMap/build/size_class/shared) takes its memory from the pool, not the heap: a
+    quarter of the fresh row's allocations at most (472 an op fresh, 17 shared when written);
+    and only strategies that take memory from upstream have shared rows;
   - with the counter preloaded in front of an allocator (jemalloc, if installed), the counter's
     forwarding reaches that allocator and still counts.
 Counts are asserted, never times.
@@ -80,6 +84,16 @@ def main():
           f"without the counter, allocs/op and B/op must be absent, got {plain}")
     check(plain.get("peak_live_bytes") == 64, f"peak live without the counter: {plain}")
     check("peak_held_bytes" in plain, f"no peak held without the counter: {plain}")
+    check(plain.get("faults_per_op", -1) >= 0, f"no faults/op: {plain}")
+
+    listed = subprocess.run([args.bench, "--benchmark_list_tests=true",
+                             "--benchmark_filter=^ContainerMap/build/"], capture_output=True,
+                            text=True, check=True, timeout=120).stdout.split()
+    shared = {name.split("/")[2] for name in listed if "/shared/" in name}
+    check("size_class" in shared and "monotonic" in shared,
+          f"no shared rows for strategies that take memory from upstream: {sorted(shared)}")
+    check(not shared & {"new_delete", "malloc", "mimalloc", "mimalloc_plain"},
+          f"shared rows for strategies that ignore upstream: {sorted(shared)}")
 
     if os.path.exists(args.counter):
         counted = run_row(args.bench, "AllocPairs/new_delete", args.counter)
@@ -93,6 +107,14 @@ def main():
         check(pooled.get("allocs_per_op") == 0,
               f"ContainerMap/build/std_unsync_pool/pooled counted heap allocations that are not "
               f"the pool's: {pooled}")
+        fresh = run_row(args.bench, "ContainerMap/build/size_class/fresh/manual_time",
+                        args.counter)
+        arena = run_row(args.bench, "ContainerMap/build/size_class/shared/manual_time",
+                        args.counter)
+        check(fresh.get("allocs_per_op", 0) > 100 and
+              arena.get("allocs_per_op", float("inf")) * 4 < fresh["allocs_per_op"],
+              f"a request arena over the shared pool took its memory from the heap: "
+              f"fresh {fresh}, shared {arena}")
         if os.path.exists(JEMALLOC):
             behind = run_row(args.bench, "AllocPairs/malloc", f"{args.counter}:{JEMALLOC}")
             check(behind.get("allocs_per_op") == 1,
