@@ -3,8 +3,9 @@
 A benchmark name such as ``Serialization/with_metrics/size_class:max_pooled=128K/pooled`` is
 split into a RowKey: the workload (every path element that is neither the strategy nor the
 variant), the strategy (the element naming a known strategy), the variant (fresh, pooled,
-shared or limit; none for the Alloc* patterns) and the thread count. Runs made with a replaced process
-allocator (LD_PRELOAD) carry a ``pmrkit_preload`` field and a `` [preload=NAME]`` name suffix.
+shared or limit; none for the Alloc* patterns) and the thread count. Runs made with a replaced
+process allocator (LD_PRELOAD) carry a ``pmrkit_preload`` field and a `` [preload=NAME]`` name
+suffix.
 
 Every run names its heap state (bench/heap_state.hpp): the context's ``pmrkit_heap_state`` for the
 document (a merged report's: the state of its tables, warm), and a ``pmrkit_heap`` field per
@@ -187,7 +188,7 @@ def parse_name(name: str, known: Iterable[str] = (), preload: str = "") -> RowKe
     variant = rest[variant_at] if variant_at is not None else ""
     strategy_at = next((i for i, e in enumerate(rest)
                         if i != variant_at and strategy_base(e) in known), None)
-    if strategy_at is None and variant in ("fresh", "pooled", "shared") and variant_at > 0:
+    if strategy_at is None and variant not in ("", LIMIT_VARIANT) and variant_at > 0:
         strategy_at = variant_at - 1   # an unknown strategy sits just before its variant
     if strategy_at is None and not variant and rest:
         strategy_at = 0                # Alloc* patterns: <Pattern>/<strategy>
