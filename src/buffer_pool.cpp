@@ -355,7 +355,7 @@ void pool_engine::absorb_exiting_cache(bucket_cache& cache) noexcept {
   }
 
   // stats() stops counting the cache once its thread has detached it (while_frozen), so its
-  // totals move to retired_ within the same detach_mutex section.
+  // totals move to retired_ within the same section (under the exit gate, at thread exit).
   const std::lock_guard lock(retired_mutex_);
   for (counter_field field : {&counters::acquires, &counters::hits, &counters::misses,
                               &counters::dropped_for_size, &counters::dropped_for_bound}) {

@@ -502,6 +502,7 @@ template <class Policy>
 void size_class_engine<Policy>::reclaim_idle_caches() noexcept {
   if constexpr (per_thread_caches) {
     const size_class_cache* const mine = thread_caches_.find(this);
+    const std::lock_guard one_reclaim(reclaim_mutex_);
     // Runs under the registry's lock, one sweep at a time, so the sweep marks are ours to write.
     thread_caches_.reclaim(
         [&](size_class_cache& cache) {
@@ -739,7 +740,9 @@ template <class Policy>
 void size_class_engine<Policy>::trim() noexcept {
   if constexpr (per_thread_caches) {
     // Every thread's cache, parked threads' included, taken while they may be running
-    // (thread_cache_directory.hpp); each thread makes a new one at its next call.
+    // (thread_cache_directory.hpp); each thread makes a new one at its next call. A sweep in
+    // progress ends first, so the chunks its caches empty are among those freed below.
+    const std::lock_guard one_reclaim(reclaim_mutex_);
     thread_caches_.reclaim([](const size_class_cache&) { return true; },
                            [&](size_class_cache& cache) { absorb_exiting_cache(cache); });
     if (!can_fence_every_thread()) {
@@ -790,6 +793,7 @@ size_class_stats size_class_engine<Policy>::stats() const {
     }
   };
   if constexpr (per_thread_caches) {
+    const std::lock_guard no_reclaim(reclaim_mutex_);
     thread_caches_.while_frozen(add_cache, add_stores);
   } else {
     add_cache(own_cache_);

@@ -250,6 +250,11 @@ class size_class_engine {
   shared_counter cache_share_;         // max_cached_total / caches_, kept as caches come and go
   shared_counter cache_limit_bytes_;   // the caches' limit_bytes added up
   shared_counter last_sweep_;          // steady-clock nanoseconds of the last idle sweep
+  // One reclaim of caches at a time, and none while stats() runs. A reclaim takes caches under
+  // the registry's lock but gives their blocks back after it; without this, trim() could find
+  // a sweep's caches already taken and their chunks not yet empty (and leave those chunks held
+  // once the sweep ends), and stats() could count the blocks neither in a cache nor in a store.
+  mutable typename traits::mutex reclaim_mutex_;
   // Declared last: the destructor stops it before anything else goes.
   [[no_unique_address]] std::conditional_t<per_thread_caches, idle_sweeper, nothing> sweeper_;
 };

@@ -21,6 +21,9 @@ void run_exit_hook() noexcept {
     {
       const std::lock_guard lock(link->detach_mutex);
       if (link->owner.load(std::memory_order_acquire)) {
+        // Under the gate, a snapshot of the owner sees the cache or what it gave back, not
+        // both and not neither.
+        const std::lock_guard gate(*link->exit_gate);
         link->absorb_into_owner(*link);
         link->owner.store(nullptr, std::memory_order_release);
       }
@@ -108,6 +111,7 @@ void cache_registry::add(cache_link* link) noexcept {
     }
     slot = &existing->next_in_registry;
   }
+  link->exit_gate = &exit_gate_;
   link->next_in_registry = head_;
   head_ = link;
 }

@@ -12,7 +12,10 @@
 //    doing what it must with the cache's contents (or nothing, if they die with it).
 // The thread's fast path compares `owner` with the object it is called for, so a detached
 // cache is never used again, even by a new owner that reuses the old one's address.
-// Lock order: registry mutex, then detach_mutex, then whatever the owner locks inside.
+// Lock order: registry mutex, then detach_mutex, then the registry's exit gate, then whatever
+// the owner locks inside. A thread's exit absorbs its cache under the exit gate, so a snapshot
+// (while_frozen) holds the registry mutex and the gate alone, one lock however many threads
+// there are, and sees every cache either attached or already absorbed.
 //
 // An owner may also take a cache away from a thread that is alive and may be using it at that
 // very moment (reclaim(), for size_class's trim() and its idle caches). That works only for
@@ -33,7 +36,6 @@
 #include <new>
 #include <thread>
 #include <utility>
-#include <vector>
 
 namespace pmrkit::detail {
 
@@ -52,6 +54,9 @@ struct cache_link {
   // Called at thread exit, under detach_mutex, while owner is set: the owner takes the cache's
   // contents back.
   void (*absorb_into_owner)(cache_link&) noexcept = nullptr;
+  // The owner's exit gate (cache_registry): absorb_into_owner runs under it. Set by the
+  // registry; read while owner is set, when the registry is alive.
+  std::mutex* exit_gate = nullptr;
   cache_link* next_in_thread = nullptr;    // owned by the thread
   cache_link* next_in_registry = nullptr;  // guarded by the registry's mutex
   cache_link* next_reclaimed = nullptr;    // owned by the reclaim() that took the link
@@ -173,21 +178,23 @@ class cache_registry {
     return count;
   }
 
-  // Calls visit(link) for each attached link while holding the registry and every link's
-  // detach_mutex, then after() still under them, so no thread exit runs halfway through.
+  // Calls visit(link) for each attached link while holding the registry and the exit gate,
+  // then after() still under them, so no thread exit runs halfway through. (One lock for every
+  // link, rather than each link's detach_mutex: with hundreds of threads, a snapshot would
+  // otherwise hold hundreds of locks at once.)
   template <class Visit, class After>
   void while_frozen(Visit&& visit, After&& after) const {
     const std::lock_guard registry_lock(mutex_);
-    std::vector<std::unique_lock<std::mutex>> detach_locks;
-    for (cache_link* link = head_; link; link = link->next_in_registry) {
-      detach_locks.emplace_back(link->detach_mutex);
+    const std::lock_guard gate(exit_gate_);
+    for (cache_link* link = head_; link; link = link->next_in_registry)
       if (link->owner.load(std::memory_order_acquire)) visit(*link);
-    }
     after();
   }
 
  private:
   mutable std::mutex mutex_;
+  // Held by a thread's exit while the owner absorbs its cache, and by while_frozen.
+  mutable std::mutex exit_gate_;
   cache_link* head_ = nullptr;
 };
 

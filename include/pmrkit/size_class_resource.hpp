@@ -153,10 +153,13 @@ class basic_size_class_resource final : public std::pmr::memory_resource {
   // in the middle of a call (a process-wide barrier, Linux membarrier, orders it; the threads
   // pay two plain stores per call for it), and each thread makes a new cache at its next call.
   // Where the kernel refuses membarrier (before Linux 4.14, or a seccomp filter), only the
-  // calling thread's cache is given back. Waits for calls in progress on other threads, so it
-  // must not be called from inside this resource's upstream.
+  // calling thread's cache is given back. Waits for calls in progress on other threads, and
+  // for a sweep for idle caches in progress (its chunks are freed too), so it must not be
+  // called from inside this resource's upstream.
   void trim() noexcept;
 
+  // A snapshot. While other threads run, counts may be a call or two apart, but a cache that a
+  // thread's exit or a sweep gives back is counted once: in the cache, or in the stores.
   size_class_stats stats() const;
   const size_class_options& options() const noexcept;
   std::pmr::memory_resource* upstream_resource() const noexcept;
