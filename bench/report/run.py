@@ -39,7 +39,7 @@ from progress import Progress  # noqa: E402
 # Budget (2 cores): ~580 rows by default, each repetition in a process of its own, plus one
 # counting process per row and the idle runs: ~4,500 processes. A process costs about
 # 1.5 * min_time (Google Benchmark's iteration-count search, whose last step is the measured
-# run) plus start-up: about 35 minutes for the default run, 10 for --quick (measured).
+# run) plus start-up: about 45-50 minutes for the default run, 10 for --quick (measured).
 # The two-sided U test can reach p < 0.05 from 4+4 repetitions (smallest p 2/70 = 0.029); 5+5
 # (smallest p 0.008) still do with one pair out of order (p 0.016), where 4+4 would not (0.057).
 DEFAULT_REPETITIONS = 5
