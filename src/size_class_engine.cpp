@@ -502,7 +502,10 @@ template <class Policy>
 void size_class_engine<Policy>::reclaim_idle_caches() noexcept {
   if constexpr (per_thread_caches) {
     const size_class_cache* const mine = thread_caches_.find(this);
-    const std::lock_guard one_reclaim(reclaim_mutex_);
+    // A sweep is opportunistic: while trim(), stats() or another sweep holds the lock, this one
+    // is skipped rather than waited for, so no slow path queues behind a snapshot.
+    const std::unique_lock one_reclaim(reclaim_mutex_, std::try_to_lock);
+    if (!one_reclaim.owns_lock()) return;
     // Runs under the registry's lock, one sweep at a time, so the sweep marks are ours to write.
     thread_caches_.reclaim(
         [&](size_class_cache& cache) {
