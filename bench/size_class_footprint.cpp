@@ -64,7 +64,7 @@ bool print_breakdown(const std::pmr::memory_resource& any, std::uint64_t live_by
   for (const auto& c : s.classes) {
     class_bytes += c.live_blocks * c.block_size;
     cached += c.cached_blocks * c.block_size;
-    tails += c.chunks * (c.chunk_bytes - c.blocks_per_chunk * c.block_size);
+    tails += c.chunks * c.chunk_bytes - c.chunk_blocks * c.block_size;
   }
   empty = s.empty_chunk_bytes;
   for (const auto& c : s.classes) store_free += c.free_blocks * c.block_size;

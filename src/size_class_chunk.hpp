@@ -1,26 +1,38 @@
 // Internal: a chunk of size_class_resource, and the intrusive lists that hold chunks.
 //
 // A chunk is one upstream allocation of chunk_bytes (a power of two), aligned to chunk_bytes,
-// holding blocks of one class from its start and its header in its last 32 bytes. The
-// alignment lets a block find its header with a mask; putting the header last keeps every
-// block at a multiple of its size from an aligned address, so blocks are naturally aligned
-// (a power-of-two class gives up its last block for this; of that block only the page that
-// holds the header and the bitmap is touched, so from 8 KiB blocks up most of it is address
-// space, but a 4 KiB class loses the whole block's page, 1/16 of its chunk).
+// holding blocks of one class at multiples of the block size from its start, so blocks are
+// naturally aligned, and a 32-byte header with the chunk's bitmap just below it: its metadata,
+// one cache line for every class from 16 bytes up. The alignment lets a block find its chunk
+// with a mask.
+//
+// Where the metadata lies varies from chunk to chunk ("colour", chunk_layout below). Were it at
+// the same offset in every chunk (as it was: the last 32 bytes), every header would fall in the
+// same set of the processor's caches, since the chunks are aligned to 4 KiB or more: a set holds
+// 12-16 lines, a destroyed container's frees touch hundreds of chunks, and nearly every block
+// that came back missed on its header (issue 12: 13-21 ns against 5 a free in a model of the
+// free path, docs/size_class.md, "Headers in one cache set"). So a chunk's header sits at a
+// line chosen by a hash of the chunk's address. A class of 64 blocks a chunk or more lets it
+// land anywhere, on the blocks it covers (two at most, 1.6% of the chunk); a class of fewer
+// and larger blocks keeps it in the space its blocks leave at the chunk's end, which for a power
+// of two is its last block (of that block only the metadata's page is touched, so from 8 KiB
+// blocks up most of it is address space, but a 4 KiB class loses the whole block's page).
 //
 // Which blocks of a chunk are free (in the shared store, not out in a cache or with a caller)
-// is a bitmap just below the header, one bit per block, not a list threaded through the
-// blocks. So a block coming back touches only the header's lines, and a refill hands blocks
-// out in address order, lowest first, whatever order they were freed in: a container built
-// after another was destroyed lands in address order again, as it would in fresh memory, and
-// reads it back sequentially (issue 12's pooled maps read 1.2x slower while refills handed
-// out chunks' free lists in free order). Untouched pages of a fresh chunk stay untouched until
-// every lower block is out.
+// is the bitmap, one bit per block, not a list threaded through the blocks. So a block coming
+// back touches only the metadata line, and a refill hands blocks out in address order, lowest
+// first, whatever order they were freed in: a container built after another was destroyed
+// lands in address order again, as it would in fresh memory, and reads it back sequentially
+// (issue 12's pooled maps read 1.2x slower while refills handed out chunks' free lists in free
+// order). Untouched pages of a fresh chunk stay untouched until every lower block is out,
+// except the metadata's.
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <new>
 
 namespace pmrkit::detail {
 
@@ -43,36 +55,27 @@ struct chunk_header {
   bool exhausted() const noexcept { return free_count == 0; }
 };
 
-// The header takes the chunk's last 32 bytes and its bitmap lies just below, so a bitmap of up
-// to 256 blocks (every class from 16 bytes up) shares the header's cache line: a block that
-// comes back costs one metadata line, not two.
+// The header and the bitmap below it (a bitmap of up to 256 blocks, every class from 16 bytes
+// up, shares the header's cache line: a block that comes back costs one metadata line).
 inline constexpr std::size_t chunk_header_space = 32;
 static_assert(sizeof(chunk_header) <= chunk_header_space);
 static_assert(smallest_chunk_bytes % 64 == 0);
 
 constexpr std::size_t bitmap_words(std::uint32_t capacity) noexcept { return (capacity + 63) / 64; }
 
-inline chunk_header* header_of_chunk(std::byte* base, std::size_t chunk_bytes) noexcept {
-  return reinterpret_cast<chunk_header*>(base + chunk_bytes - chunk_header_space);
-}
+// Every header lies inside its chunk, so the chunk's start is the header's address masked.
 inline std::byte* base_of_chunk(chunk_header* header, std::size_t chunk_bytes) noexcept {
-  return reinterpret_cast<std::byte*>(header) + chunk_header_space - chunk_bytes;
+  return reinterpret_cast<std::byte*>(reinterpret_cast<std::uintptr_t>(header) &
+                                      ~(chunk_bytes - 1));
 }
 inline std::byte* base_of_chunk(chunk_header* header) noexcept {
   return base_of_chunk(header, header->bytes);
 }
-inline chunk_header* header_of_block(void* block, std::size_t chunk_bytes) noexcept {
-  const auto address = reinterpret_cast<std::uintptr_t>(block);
-  return header_of_chunk(reinterpret_cast<std::byte*>(address & ~(chunk_bytes - 1)), chunk_bytes);
-}
 // The free-block bitmap: bit i of word i / 64 is block i, set while the block is free. The
-// class's capacity, when the caller has it, finds the bitmap without waiting for the header's
-// line to arrive, so that both loads of a returning block are in flight at once.
-inline std::uint64_t* free_bits(chunk_header* header, std::uint32_t capacity) noexcept {
-  return reinterpret_cast<std::uint64_t*>(header) - bitmap_words(capacity);
-}
-inline std::uint64_t* free_bits(chunk_header* header) noexcept {
-  return free_bits(header, header->capacity);
+// class's word count, when the caller has it, finds the bitmap without waiting for the header's
+// line to arrive.
+inline std::uint64_t* free_bits(chunk_header* header, std::uint32_t words) noexcept {
+  return reinterpret_cast<std::uint64_t*>(header) - words;
 }
 
 // Blocks of block_size that fit in a chunk beside the header and their bitmap.
@@ -116,14 +119,98 @@ constexpr std::size_t class_chunk_bytes(std::size_t block_size, std::size_t chun
   return most;
 }
 
-// Marks every block of a chunk free: a fresh chunk, or one that changes class.
-inline void reset_free_bits(chunk_header* header) noexcept {
-  std::uint64_t* const bits = free_bits(header);
-  const std::size_t words = bitmap_words(header->capacity);
-  for (std::size_t w = 0; w < words; ++w) bits[w] = ~std::uint64_t{0};
-  if (const std::uint32_t tail = header->capacity % 64)
-    bits[words - 1] = (std::uint64_t{1} << tail) - 1;
+// Where a class's chunks keep their metadata. The header of a chunk at `base` lies at
+// first_header + 64 * colour(base) from it, colour(base) a hash of the chunk's number in
+// 0..colour_mask, and the bitmap's bitmap_words words just below it; first_header is 32 past a
+// line's start, so the header and up to four bitmap words share one line.
+struct chunk_layout {
+  std::uint32_t slots = 0;         // block places, i * block_size from the chunk's start
+  std::uint32_t bitmap_words = 0;  // one bit per place
+  std::uint32_t first_header = 0;  // the lowest offset the header may take
+  std::uint32_t colour_mask = 0;   // places for the header: a power of two, less one
+  std::uint32_t capacity = 0;      // blocks every chunk of the class holds at least
+};
+
+// A class with at least this many blocks a chunk lets its metadata land on any line, giving up
+// the blocks under it (two at most, 1.6% of the chunk). A class of fewer, larger blocks
+// would lose too much of each chunk that way (a 3,440-byte class, 5%), so its metadata moves
+// only within the space after its last block: a power of two's last block, or nothing.
+inline constexpr std::size_t colour_anywhere_blocks = 64;
+
+// The block places that the metadata of a header at `offset` covers.
+constexpr std::uint32_t blocks_under_metadata(const chunk_layout& layout, std::size_t block_size,
+                                              std::size_t offset) noexcept {
+  const std::size_t low = offset - layout.bitmap_words * sizeof(std::uint64_t);
+  const std::size_t high = offset + chunk_header_space;
+  const std::size_t first = low / block_size;
+  if (first >= layout.slots) return 0;
+  const std::size_t last = std::min<std::size_t>((high - 1) / block_size, layout.slots - 1);
+  return static_cast<std::uint32_t>(last - first + 1);
+}
+
+constexpr chunk_layout layout_of(std::size_t chunk_bytes, std::size_t block_size) noexcept {
+  chunk_layout layout;
+  const std::size_t places = chunk_bytes / block_size;
+  // Many small blocks: the metadata anywhere. Few large ones: only after the last block.
+  const bool anywhere = places >= colour_anywhere_blocks;
+  layout.slots = anywhere ? static_cast<std::uint32_t>(places)
+                          : blocks_per_chunk(chunk_bytes, block_size);
+  layout.bitmap_words = static_cast<std::uint32_t>(bitmap_words(layout.slots));
+  const std::size_t lowest = (anywhere ? 0 : std::size_t{layout.slots} * block_size) +
+                             layout.bitmap_words * sizeof(std::uint64_t);
+  const std::size_t first = lowest <= 32 ? 32 : (lowest - 32 + 63) / 64 * 64 + 32;
+  layout.first_header = static_cast<std::uint32_t>(first);
+  const std::size_t lines = (chunk_bytes - chunk_header_space - first) / 64 + 1;
+  layout.colour_mask = static_cast<std::uint32_t>(std::bit_floor(lines) - 1);
+  // After the last block the metadata covers none. Anywhere, the blocks it covers repeat every
+  // block_size / gcd(block_size, 64) lines; past 1,024 (blocks of 16 KiB and more) the bound
+  // that a region shorter than a block covers at most two stands in for the exact count.
+  std::size_t period = block_size;
+  while (period % 2 == 0 && block_size / period < 64) period /= 2;
+  const bool exact = !anywhere || period <= 1024;
+  std::uint32_t most_covered = exact ? 0 : 2;
+  for (std::size_t line = 0; anywhere && exact && line <= layout.colour_mask && line < period;
+       ++line)
+    most_covered =
+        std::max(most_covered, blocks_under_metadata(layout, block_size, first + 64 * line));
+  layout.capacity = layout.slots - most_covered;
+  return layout;
+}
+
+// The header of the chunk at `base` (aligned to 2^chunk_shift), at a line picked by a
+// multiplicative hash of the chunk's number, so chunks side by side, or every second one as an
+// aligned allocator often places them, take lines far apart.
+inline chunk_header* header_in_chunk(std::uintptr_t base, unsigned chunk_shift,
+                                     const chunk_layout& layout) noexcept {
+  const std::uint64_t hash =
+      (static_cast<std::uint64_t>(base >> chunk_shift) * 0x9E3779B97F4A7C15u) >> 40;
+  return reinterpret_cast<chunk_header*>(base + layout.first_header +
+                                         ((hash & layout.colour_mask) << 6));
+}
+
+// Makes the chunk at `base` a fresh chunk of a class (a new chunk, or an empty one that changes
+// class, whose old header may lie elsewhere): its header placed, every block free but those
+// under the metadata.
+inline chunk_header* format_chunk(std::byte* base, std::size_t chunk_bytes,
+                                  const chunk_layout& layout, std::size_t block_size) noexcept {
+  const auto shift = static_cast<unsigned>(std::countr_zero(chunk_bytes));
+  auto* const header =
+      new (header_in_chunk(reinterpret_cast<std::uintptr_t>(base), shift, layout)) chunk_header{};
+  const auto offset = static_cast<std::size_t>(reinterpret_cast<std::byte*>(header) - base);
+  header->bytes = static_cast<std::uint32_t>(chunk_bytes);
+  std::uint64_t* const bits = free_bits(header, layout.bitmap_words);
+  for (std::size_t w = 0; w < layout.bitmap_words; ++w) bits[w] = ~std::uint64_t{0};
+  if (const std::uint32_t tail = layout.slots % 64)
+    bits[layout.bitmap_words - 1] = (std::uint64_t{1} << tail) - 1;
+  const std::uint32_t covered = blocks_under_metadata(layout, block_size, offset);
+  if (covered != 0) {
+    const std::size_t first = (offset - layout.bitmap_words * sizeof(std::uint64_t)) / block_size;
+    for (std::size_t i = first; i < first + covered; ++i)
+      bits[i / 64] &= ~(std::uint64_t{1} << (i % 64));
+  }
+  header->capacity = layout.slots - covered;
   header->free_count = header->capacity;
+  return header;
 }
 
 // Block index from a block's offset in its chunk without a division: offsets are exact

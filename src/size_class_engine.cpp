@@ -15,34 +15,26 @@
 namespace pmrkit::detail {
 namespace {
 
-// Every class's blocks fill seven eighths of its chunk, at the smallest chunk_size, the default
-// and the largest (size_class_chunk.hpp).
-constexpr bool every_chunk_is_seven_eighths_blocks() {
+// Every class's blocks fill seven eighths of its chunk wherever the header lands, and a
+// returning block costs one metadata line (its chunk's bitmap shares the header's line: at most
+// four words, 256 blocks, which only the 8-byte class overfills), at the smallest chunk_size,
+// the default and the largest (size_class_chunk.hpp).
+constexpr bool every_layout_is_lean() {
   for (const std::size_t chunk_size :
        {smallest_chunk_bytes, size_class_options{}.chunk_size, largest_chunk_bytes}) {
     for (unsigned index = 0; index < size_classes::count; ++index) {
       const std::size_t size = size_classes::size_of(index);
-      if (!fills_seven_eighths(class_chunk_bytes(size, chunk_size), size)) return false;
+      const std::size_t chunk = class_chunk_bytes(size, chunk_size);
+      const chunk_layout layout = layout_of(chunk, size);
+      if (std::size_t{layout.capacity} * size * 8 < chunk * 7) return false;
+      if (size >= 16 && layout.bitmap_words * sizeof(std::uint64_t) + chunk_header_space > 64)
+        return false;
+      if (layout.first_header % 64 != 32) return false;
     }
   }
   return true;
 }
-static_assert(every_chunk_is_seven_eighths_blocks());
-// A returning block costs one metadata line when its chunk's bitmap shares the header's line
-// (size_class_chunk.hpp): at most four words, 256 blocks. A chunk of a class holds fewer than
-// 256 blocks unless it is the smallest chunk, which the 8-byte class alone overfills.
-constexpr bool bitmaps_share_the_header_line() {
-  for (unsigned index = 0; index < size_classes::count; ++index) {
-    const std::size_t size = size_classes::size_of(index);
-    if (size < 16) continue;
-    if (bitmap_words(blocks_per_chunk(class_chunk_bytes(size, largest_chunk_bytes), size)) *
-                sizeof(std::uint64_t) +
-            chunk_header_space > 64)
-      return false;
-  }
-  return true;
-}
-static_assert(bitmaps_share_the_header_line());
+static_assert(every_layout_is_lean());
 // A refill moves at most this many bytes (and 64 blocks), so a refill is cheap and a thread
 // does not hoard blocks of a class it used once.
 constexpr std::size_t refill_bytes = 32 * 1024;
@@ -126,7 +118,8 @@ size_class_engine<Policy>::size_class_engine(const size_class_options& options,
     info.block_size = size_classes::size_of(index);
     info.block_reciprocal = block_reciprocal(info.block_size);
     info.chunk_bytes = class_chunk_bytes(info.block_size, options.chunk_size);
-    info.capacity = blocks_per_chunk(info.chunk_bytes, info.block_size);
+    info.chunk_shift = static_cast<unsigned>(std::countr_zero(info.chunk_bytes));
+    info.layout = layout_of(info.chunk_bytes, info.block_size);
     info.batch = static_cast<std::uint32_t>(
         std::clamp<std::size_t>(refill_bytes / info.block_size, 1, max_batch));
     info.max_limit = static_cast<std::uint32_t>(
@@ -603,18 +596,18 @@ void size_class_engine<Policy>::give(unsigned index, void* const* blocks, std::u
 template <class Policy>
 chunk_header* size_class_engine<Policy>::obtain_chunk(unsigned index) {
   const class_info& info = info_[index];
-  chunk_header* chunk = empty_chunks_.take(info.chunk_bytes);
-  if (!chunk) {
+  std::byte* base = nullptr;
+  if (chunk_header* const kept = empty_chunks_.take(info.chunk_bytes)) {
+    base = base_of_chunk(kept, info.chunk_bytes);
+  } else {
     // None of this size is kept: the new chunk may first take the place of kept ones of other
     // sizes, which serve only classes of their own size.
     make_room_for(info.chunk_bytes);
-    chunk = new_chunk(info.chunk_bytes);
+    base = new_chunk(info.chunk_bytes);
   }
-  *chunk = chunk_header{};
-  chunk->bytes = static_cast<std::uint32_t>(info.chunk_bytes);
-  chunk->capacity = info.capacity;
-  reset_free_bits(chunk);
-  return chunk;
+  // The kept chunk's header lay where its last class put it; the format puts it where this
+  // class's layout does.
+  return format_chunk(base, info.chunk_bytes, info.layout, info.block_size);
 }
 
 template <class Policy>
@@ -624,7 +617,7 @@ void size_class_engine<Policy>::make_room_for(std::size_t bytes) noexcept {
 }
 
 template <class Policy>
-chunk_header* size_class_engine<Policy>::new_chunk(std::size_t chunk_bytes) {
+std::byte* size_class_engine<Policy>::new_chunk(std::size_t chunk_bytes) {
   void* const memory = upstream_->allocate(chunk_bytes, chunk_bytes);
   if (reinterpret_cast<std::uintptr_t>(memory) & (chunk_bytes - 1)) {
     upstream_->deallocate(memory, chunk_bytes, chunk_bytes);
@@ -634,7 +627,7 @@ chunk_header* size_class_engine<Policy>::new_chunk(std::size_t chunk_bytes) {
                              " as requested; use an upstream that honours alignment");
   }
   peak_bytes_from_upstream_.raise_to(bytes_from_upstream_.add(chunk_bytes));
-  return new (header_of_chunk(static_cast<std::byte*>(memory), chunk_bytes)) chunk_header{};
+  return static_cast<std::byte*>(memory);
 }
 
 template <class Policy>
@@ -770,7 +763,7 @@ size_class_stats size_class_engine<Policy>::stats() const {
   for (unsigned index = 0; index < class_count_; ++index) {
     out.classes[index].block_size = info_[index].block_size;
     out.classes[index].chunk_bytes = info_[index].chunk_bytes;
-    out.classes[index].blocks_per_chunk = info_[index].capacity;
+    out.classes[index].blocks_per_chunk = info_[index].layout.capacity;
   }
   const auto add_cache = [&](const size_class_cache& local) {
     std::uint64_t bytes = 0;
@@ -790,7 +783,8 @@ size_class_stats size_class_engine<Policy>::stats() const {
       const std::lock_guard lock(store.mutex);
       entry.allocations += store.allocations;
       entry.chunks = store.chunks;
-      entry.free_blocks = store.chunks * info_[index].capacity - store.blocks_out;
+      entry.chunk_blocks = store.chunk_blocks;
+      entry.free_blocks = store.chunk_blocks - store.blocks_out;
       // Blocks out of the store are live or cached (frees are not counted per call).
       entry.live_blocks = store.blocks_out;
     }

@@ -200,9 +200,11 @@ class size_class_engine {
                      std::uint64_t allocations, void** out);
   void give(unsigned index, void* const* blocks, std::uint32_t count,
             std::uint64_t allocations) noexcept;
-  // A chunk for class `index`: an empty one that any class gave up, else a new one.
+  // A chunk for class `index`, formatted for it: an empty one that any class gave up, else a
+  // new one.
   chunk_header* obtain_chunk(unsigned index);
-  chunk_header* new_chunk(std::size_t chunk_bytes);
+  // The start of a chunk of `chunk_bytes` from upstream, aligned to its size.
+  std::byte* new_chunk(std::size_t chunk_bytes);
   // About to take `bytes` more from upstream: if that would raise the most this resource has
   // ever held, kept empty chunks go back first, as many bytes, largest first (a new chunk is
   // asked for only when none of its size is kept, so those are of other sizes). So the high-water mark grows with what is live, not with empty chunks

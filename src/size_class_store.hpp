@@ -1,7 +1,8 @@
 // Internal: the shared store of one size class — the chunks of that class and their free
 // blocks. Caches refill from it and overflow into it in batches; a block that comes back sets
-// its bit in its own chunk's bitmap (the chunk found by mask), so each chunk knows how many of
-// its blocks are out, and a chunk with none out leaves the class (size_class_empty_chunks.hpp).
+// its bit in its own chunk's bitmap (the header found by a mask and a hash,
+// size_class_chunk.hpp), so each chunk knows how many of its blocks are out, and a chunk with
+// none out leaves the class (size_class_empty_chunks.hpp).
 // Every member function runs under `mutex` (the engine takes it; unsync: a no-op).
 #pragma once
 
@@ -20,7 +21,8 @@ struct class_info {
   std::size_t block_size = 0;
   std::uint64_t block_reciprocal = 0;  // for block_index (size_class_chunk.hpp)
   std::size_t chunk_bytes = 0;
-  std::uint32_t capacity = 0;  // blocks per chunk
+  unsigned chunk_shift = 0;     // log2 of chunk_bytes
+  chunk_layout layout;          // where each chunk's header lies; blocks per chunk
   std::uint32_t batch = 0;      // blocks per refill at most, and the most a limit grows by at once
   std::uint32_t max_limit = 0;  // blocks of the class a cache may hold at most
 };
@@ -35,6 +37,7 @@ struct alignas(64) class_store {
   chunk_list partial;
   chunk_list full;     // every block out
   std::uint64_t chunks = 0;
+  std::uint64_t chunk_blocks = 0;   // blocks the chunks hold, free or out
   std::uint64_t blocks_out = 0;     // allocated or cached, over all chunks
   std::uint64_t allocations = 0;    // for caches that are gone and for uncached calls
 
@@ -42,6 +45,7 @@ struct alignas(64) class_store {
     chunk->state = chunk_state::partial;
     partial.push_front(chunk);
     ++chunks;
+    chunk_blocks += chunk->capacity;
   }
 
   // Moves at least `wanted` blocks (fewer if the class's chunks run out) and at most `most`
@@ -78,19 +82,20 @@ struct alignas(64) class_store {
             chunk_header*& emptied) noexcept {
     // Copies: the bitmap words written below could alias `info`, which the compiler would
     // then load again for every block.
-    const std::size_t chunk_bytes = info.chunk_bytes;
+    const unsigned chunk_shift = info.chunk_shift;
+    const chunk_layout layout = info.layout;
     const std::uint64_t reciprocal = info.block_reciprocal;
-    const std::uint32_t capacity = info.capacity;
-    const std::uint32_t sparse = capacity / 4;
+    const std::uintptr_t base_mask = ~((std::uintptr_t{1} << chunk_shift) - 1);
     for (std::uint32_t i = 0; i < count; ++i) {
       void* const block = blocks[i];
-      chunk_header* chunk = header_of_block(block, chunk_bytes);
-      const std::size_t offset = static_cast<std::size_t>(static_cast<std::byte*>(block) -
-                                                          base_of_chunk(chunk, chunk_bytes));
-      const std::uint32_t index = block_index(offset, reciprocal);
+      const auto address = reinterpret_cast<std::uintptr_t>(block);
+      const std::uintptr_t base = address & base_mask;
+      chunk_header* const chunk = header_in_chunk(base, chunk_shift, layout);
+      const std::uint32_t index = block_index(address - base, reciprocal);
       const std::uint64_t bit = std::uint64_t{1} << (index % 64);
-      std::uint64_t& word = free_bits(chunk, capacity)[index / 64];
-      assert(offset == index * info.block_size && "pmrkit: size_class: not a block of this class");
+      std::uint64_t& word = free_bits(chunk, layout.bitmap_words)[index / 64];
+      assert(address - base == index * info.block_size &&
+             "pmrkit: size_class: not a block of this class");
       assert(!(word & bit) && "pmrkit: size_class: block freed twice");
       word |= bit;
       const bool was_full = chunk->state == chunk_state::full;
@@ -99,6 +104,7 @@ struct alignas(64) class_store {
       if (out == 0) {
         (was_full ? full : partial).remove(chunk);
         --chunks;
+        chunk_blocks -= chunk->capacity;
         chunk->state = chunk_state::empty;
         chunk->next = emptied;
         emptied = chunk;
@@ -106,7 +112,7 @@ struct alignas(64) class_store {
         full.remove(chunk);
         chunk->state = chunk_state::partial;
         partial.push_front(chunk);
-      } else if (out == sparse) {
+      } else if (out == chunk->capacity / 4) {
         partial.remove(chunk);
         partial.push_back(chunk);
       }
@@ -126,7 +132,7 @@ struct alignas(64) class_store {
         chunk = next;
       }
     }
-    chunks = blocks_out = allocations = 0;
+    chunks = chunk_blocks = blocks_out = allocations = 0;
     return all;
   }
 
@@ -136,7 +142,7 @@ struct alignas(64) class_store {
                           void** out) noexcept {
     if (n == 0) return;
     std::byte* const base = base_of_chunk(chunk, info.chunk_bytes);
-    std::uint64_t* const bits = free_bits(chunk, info.capacity);
+    std::uint64_t* const bits = free_bits(chunk, info.layout.bitmap_words);
     std::uint32_t taken = 0;
     for (std::size_t w = 0; taken < n; ++w) {
       std::uint64_t word = bits[w];

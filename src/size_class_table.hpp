@@ -14,7 +14,7 @@
 // larger, so the chunk's tail is not wasted and more requests fit the class (19 blocks of 3328
 // bytes leave 2.3 KiB of a 64 KiB chunk unused; 19 of 3440, 64 bytes). Powers of two stay.
 //
-// A power of two gives its chunk's last block to the header (size_class_chunk.hpp), which for
+// A power of two gives a block of its chunk to the header (size_class_chunk.hpp), which for
 // 4096 is a sixteenth of every chunk. So 4096 has a companion class just below it, 4080: 16
 // blocks that fill the same chunk. Requests of 3841..4080 bytes take it; 4096 itself, and
 // alignment 4096, keep their class.

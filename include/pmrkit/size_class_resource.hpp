@@ -88,7 +88,8 @@ struct size_class_stats {
   struct size_class {
     std::size_t block_size = 0;
     std::size_t chunk_bytes = 0;        // bytes of one chunk of this class
-    std::size_t blocks_per_chunk = 0;   // live + cached + free == chunks * blocks_per_chunk
+    std::size_t blocks_per_chunk = 0;   // at least (chunks differ by a block or two)
+    std::uint64_t chunk_blocks = 0;     // blocks of the class's chunks: live + cached + free
     std::uint64_t allocations = 0;      // blocks handed out (since construction or release())
     std::uint64_t deallocations = 0;    // blocks given back
     std::uint64_t live_blocks = 0;      // handed out and not yet given back
