@@ -1,7 +1,8 @@
 # Compiler settings shared by every pmrkit target. Kept PRIVATE so that consumers of the
 # installed package never inherit our warning flags or sanitizers.
 function(pmrkit_target_defaults target)
-  target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic)
+  # -Wshadow: a member named like a parameter once hid a freed-twice bug in the engine.
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wshadow)
   if(PMRKIT_WARNINGS_AS_ERRORS)
     target_compile_options(${target} PRIVATE -Werror)
   endif()
