@@ -741,8 +741,15 @@ TEMPLATE_TEST_CASE("size_class: chunk headers lie at offsets that vary from chun
 
 // Issue 12: a container built after another was destroyed should land as it would in fresh
 // memory, so that reading it in the order it was built walks memory forwards.
-TEMPLATE_TEST_CASE("size_class: blocks freed in scattered order come back lowest address first",
+// The store takes blocks back one by one when they come scattered, and a run of one chunk at a
+// time when they come in runs (as a container destroyed in the order it was built frees them):
+// whichever way, every block is free again once, and the chunks hand them out in address order.
+TEMPLATE_TEST_CASE("size_class: blocks freed in any order come back lowest address first",
                    "[size_class]", size_class_resource, size_class_unsync_resource) {
+  enum class order { scattered, as_allocated, reversed, chunks_interleaved };
+  const order free_order = GENERATE(order::scattered, order::as_allocated, order::reversed,
+                                    order::chunks_interleaved);
+  CAPTURE(static_cast<int>(free_order));
   pmrkit::counting_resource upstream;
   TestType r(size_class_options{}, &upstream);
   constexpr std::size_t size = 96;
@@ -776,7 +783,34 @@ TEMPLATE_TEST_CASE("size_class: blocks freed in scattered order come back lowest
     }
   }
   REQUIRE(chunk_seen.size() == 4);
-  std::shuffle(freed.begin(), freed.end(), std::mt19937(12));
+  switch (free_order) {
+    case order::scattered:
+      std::shuffle(freed.begin(), freed.end(), std::mt19937(12));
+      break;
+    case order::as_allocated:
+      break;
+    case order::reversed:
+      std::reverse(freed.begin(), freed.end());
+      break;
+    case order::chunks_interleaved: {
+      // Runs of 1 to 40 blocks of one chunk, the chunks taking turns.
+      std::vector<std::vector<void*>> per_chunk(chunk_seen.size());
+      for (void* p : freed) {
+        const auto chunk = reinterpret_cast<std::uintptr_t>(p) & ~(chunk_bytes - 1);
+        const auto at = std::find(chunk_seen.begin(), chunk_seen.end(), chunk);
+        per_chunk[static_cast<std::size_t>(at - chunk_seen.begin())].push_back(p);
+      }
+      std::mt19937 random(7);
+      std::vector<std::size_t> next(per_chunk.size());
+      freed.clear();
+      for (std::size_t c = 0; freed.size() < blocks.size() - kept.size(); c = (c + 1) % 4) {
+        const std::size_t run = 1 + random() % 40;
+        for (std::size_t i = 0; i < run && next[c] < per_chunk[c].size(); ++i)
+          freed.push_back(per_chunk[c][next[c]++]);
+      }
+      break;
+    }
+  }
   for (void* p : freed) r.deallocate(p, size, 16);
   r.trim();  // the cache gives everything back to the chunks
 
@@ -800,6 +834,49 @@ TEMPLATE_TEST_CASE("size_class: blocks freed in scattered order come back lowest
   CHECK(sorted_again == sorted_freed);  // the same blocks, no new chunk
   for (void* p : again) r.deallocate(p, size, 16);
   for (void* p : kept) r.deallocate(p, size, 16);
+}
+
+// Refills take from the chunks in front; a chunk that gets a block back while full goes to the
+// front, and one that thins out to a quarter of its blocks goes to the back, to drain and
+// empty. Uncached (thread_cache=0), each free reaches the store at once, so the order shows.
+TEMPLATE_TEST_CASE("size_class: a chunk that thins out goes behind the others", "[size_class]",
+                   size_class_resource, size_class_unsync_resource) {
+  pmrkit::counting_resource upstream;
+  size_class_options options;
+  options.thread_cache = 0;
+  TestType r(options, &upstream);
+  constexpr std::size_t size = 96;
+  const std::size_t chunk_bytes = class_of_size(r.stats(), size).chunk_bytes;
+  const auto chunk_of = [&](void* p) {
+    return reinterpret_cast<std::uintptr_t>(p) & ~(chunk_bytes - 1);
+  };
+  // Two chunks full (a and b), a third started.
+  std::vector<std::vector<void*>> by_chunk;
+  std::vector<std::uintptr_t> chunks;
+  while (chunks.size() < 3) {
+    void* const p = r.allocate(size, 16);
+    if (chunks.empty() || chunks.back() != chunk_of(p)) {
+      chunks.push_back(chunk_of(p));
+      by_chunk.emplace_back();
+    }
+    by_chunk.back().push_back(p);
+  }
+  std::vector<void*>& a = by_chunk[0];
+  std::vector<void*>& b = by_chunk[1];
+  REQUIRE(a.size() > 20);
+  void* const from_b = b.back();
+  r.deallocate(from_b, size, 16);  // b: full, to the front
+  b.pop_back();
+  // a: to the front (its first free), then behind the others (thinned out to 5 blocks).
+  for (std::size_t i = 5; i < a.size(); ++i) r.deallocate(a[i], size, 16);
+  a.resize(5);
+  // a came back to the front after b, but went to the back as it thinned: the next block is b's.
+  void* const next = r.allocate(size, 16);
+  CHECK(next == from_b);
+  b.push_back(next);
+  for (auto& blocks : by_chunk)
+    for (void* p : blocks) r.deallocate(p, size, 16);
+  CHECK(total(r.stats(), &size_class_stats::size_class::live_blocks) == 0);
 }
 
 TEMPLATE_TEST_CASE("size_class: an upstream that throws leaves the resource intact",
