@@ -107,7 +107,7 @@ struct alignas(64) class_store {
   // Whether the blocks come mostly in runs, consecutive blocks of one chunk: a container
   // destroyed in the order it was built frees chunk after chunk, one in hash order or a tree's
   // in key order frees all over the class. The two take different loops: a run's bits and
-  // count gather in registers and reach its chunk once, in half the time a block takes alone,
+  // count gather in registers and reach its chunk once, in 60% of the time blocks take alone,
   // but every run's end is a branch that a mix of short runs mispredicts
   // (docs/size_class.md, "Runs of one chunk"). Runs of eight on average are where gathering
   // starts to win; sixteen pairs of neighbours, spread over the batch, tell (a pass over all
@@ -115,8 +115,9 @@ struct alignas(64) class_store {
   static bool mostly_runs(unsigned chunk_shift, void* const* blocks, std::uint32_t count) noexcept {
     if (count < 2) return false;
     constexpr std::uint32_t most_pairs = 16;
-    const std::uint32_t pairs = std::min(count - 1, most_pairs);
-    const std::uint32_t step = (count - 1) / pairs;
+    // A division by a constant: a shift.
+    const std::uint32_t pairs = count - 1 < most_pairs ? count - 1 : most_pairs;
+    const std::uint32_t step = count - 1 < most_pairs ? 1 : (count - 1) / most_pairs;
     std::uint32_t same = 0;
     for (std::uint32_t k = 0; k < pairs; ++k) {
       const auto here = reinterpret_cast<std::uintptr_t>(blocks[k * step]);
@@ -134,9 +135,10 @@ struct alignas(64) class_store {
     const unsigned chunk_shift = info.chunk_shift;
     const chunk_layout layout = info.layout;
     const std::uint64_t reciprocal = info.block_reciprocal;
+    const std::uintptr_t base_mask = ~((std::uintptr_t{1} << chunk_shift) - 1);
     for (std::uint32_t i = 0; i < count; ++i) {
       const auto address = reinterpret_cast<std::uintptr_t>(blocks[i]);
-      const std::uintptr_t base = address & ~((std::uintptr_t{1} << chunk_shift) - 1);
+      const std::uintptr_t base = address & base_mask;
       chunk_header* const chunk = header_in_chunk(base, chunk_shift, layout);
       const std::uint32_t index = block_index(address - base, reciprocal);
       const std::uint64_t bit = std::uint64_t{1} << (index % 64);
@@ -153,6 +155,7 @@ struct alignas(64) class_store {
   // and place are updated once, at the run's end.
   void give_in_runs(const class_info& info, void* const* blocks, std::uint32_t count,
                     chunk_header*& emptied) noexcept {
+    // Copies, as in give_one_by_one.
     const unsigned chunk_shift = info.chunk_shift;
     const chunk_layout layout = info.layout;
     const std::uint64_t reciprocal = info.block_reciprocal;
