@@ -63,6 +63,11 @@ size_class_stats::size_class class_of_size(const size_class_stats& stats, std::s
   return {};
 }
 
+// The start of the chunk of `chunk_bytes` (chunks are aligned to their size) that holds `block`.
+std::uintptr_t chunk_start(const void* block, std::size_t chunk_bytes) {
+  return reinterpret_cast<std::uintptr_t>(block) & ~(chunk_bytes - 1);
+}
+
 template <class Stats>
 std::uint64_t total(const Stats& stats, std::uint64_t size_class_stats::size_class::*field) {
   std::uint64_t sum = 0;
@@ -761,7 +766,7 @@ TEMPLATE_TEST_CASE("size_class: blocks freed in any order come back lowest addre
   std::vector<std::uintptr_t> filled;
   for (;;) {
     void* const p = r.allocate(size, 16);
-    const auto chunk = reinterpret_cast<std::uintptr_t>(p) & ~(chunk_bytes - 1);
+    const auto chunk = chunk_start(p, chunk_bytes);
     if (std::find(filled.begin(), filled.end(), chunk) == filled.end()) filled.push_back(chunk);
     if (filled.size() == 5) {
       r.deallocate(p, size, 16);
@@ -774,7 +779,7 @@ TEMPLATE_TEST_CASE("size_class: blocks freed in any order come back lowest addre
   std::vector<void*> freed;
   std::vector<std::uintptr_t> chunk_seen;
   for (void* p : blocks) {
-    const auto chunk = reinterpret_cast<std::uintptr_t>(p) & ~(chunk_bytes - 1);
+    const auto chunk = chunk_start(p, chunk_bytes);
     if (std::find(chunk_seen.begin(), chunk_seen.end(), chunk) == chunk_seen.end()) {
       chunk_seen.push_back(chunk);
       kept.push_back(p);
@@ -796,14 +801,15 @@ TEMPLATE_TEST_CASE("size_class: blocks freed in any order come back lowest addre
       // Runs of 1 to 40 blocks of one chunk, the chunks taking turns.
       std::vector<std::vector<void*>> per_chunk(chunk_seen.size());
       for (void* p : freed) {
-        const auto chunk = reinterpret_cast<std::uintptr_t>(p) & ~(chunk_bytes - 1);
+        const auto chunk = chunk_start(p, chunk_bytes);
         const auto at = std::find(chunk_seen.begin(), chunk_seen.end(), chunk);
         per_chunk[static_cast<std::size_t>(at - chunk_seen.begin())].push_back(p);
       }
       std::mt19937 random(7);
       std::vector<std::size_t> next(per_chunk.size());
       freed.clear();
-      for (std::size_t c = 0; freed.size() < blocks.size() - kept.size(); c = (c + 1) % 4) {
+      for (std::size_t c = 0; freed.size() < blocks.size() - kept.size();
+           c = (c + 1) % per_chunk.size()) {
         const std::size_t run = 1 + random() % 40;
         for (std::size_t i = 0; i < run && next[c] < per_chunk[c].size(); ++i)
           freed.push_back(per_chunk[c][next[c]++]);
@@ -820,7 +826,8 @@ TEMPLATE_TEST_CASE("size_class: blocks freed in any order come back lowest addre
   for (std::size_t i = 1; i < again.size(); ++i) {
     const auto a = reinterpret_cast<std::uintptr_t>(again[i - 1]);
     const auto b = reinterpret_cast<std::uintptr_t>(again[i]);
-    if ((a & ~(chunk_bytes - 1)) != (b & ~(chunk_bytes - 1))) continue;  // the next chunk
+    if (chunk_start(again[i - 1], chunk_bytes) != chunk_start(again[i], chunk_bytes))
+      continue;  // the next chunk
     // The next block up (or the one past the chunk's header, which covers a block or two):
     // every freed block of the chunk is reused in order.
     CHECK(b > a);
@@ -847,16 +854,13 @@ TEMPLATE_TEST_CASE("size_class: a chunk that thins out goes behind the others", 
   TestType r(options, &upstream);
   constexpr std::size_t size = 96;
   const std::size_t chunk_bytes = class_of_size(r.stats(), size).chunk_bytes;
-  const auto chunk_of = [&](void* p) {
-    return reinterpret_cast<std::uintptr_t>(p) & ~(chunk_bytes - 1);
-  };
   // Two chunks full (a and b), a third started.
   std::vector<std::vector<void*>> by_chunk;
   std::vector<std::uintptr_t> chunks;
   while (chunks.size() < 3) {
     void* const p = r.allocate(size, 16);
-    if (chunks.empty() || chunks.back() != chunk_of(p)) {
-      chunks.push_back(chunk_of(p));
+    if (chunks.empty() || chunks.back() != chunk_start(p, chunk_bytes)) {
+      chunks.push_back(chunk_start(p, chunk_bytes));
       by_chunk.emplace_back();
     }
     by_chunk.back().push_back(p);
