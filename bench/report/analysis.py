@@ -3,8 +3,11 @@
 One table per workload (and thread count). In a run, every row is compared with the baseline
 row of its table — ``new_delete/fresh`` for workloads, ``new_delete`` for the Alloc* patterns —
 and timed against the reference row: ``limit`` (the workload with no allocation at all) or,
-for the patterns, ``bare_list``. In a comparison of two runs, every row of NEW is compared with
-the same row of OLD.
+for the patterns, ``bare_list``. Where the table has ``mimalloc_plain`` rows (the rival, mimalloc
+at its fastest path), every other row's time is also held against the rival's row of the same
+variant (its fresh row for a variant it lacks), round by round (stats.paired_ratio). In a
+comparison of two runs, every row of NEW is compared with the same row of OLD, and the rival
+ratio is given for both.
 
 The verdict (verdict()) names the fastest and the leanest (peak held) strategy row only when
 the U test separates it from the others, else the tied group (Pick); leaves the debugging
@@ -32,6 +35,8 @@ class AnalyzedRow:
     old: dict[str, stats.Summary | None] | None     # OLD's same row when comparing
     delta: dict[str, stats.Delta | None]
     vs_reference: float | None                      # time/op divided by the reference's
+    vs_rival: stats.PairedRatio | None = None       # time/op against the rival's, by round
+    old_vs_rival: stats.PairedRatio | None = None   # the same in OLD, when comparing
     samples: dict[str, list[float]] = dataclasses.field(default_factory=dict)
     held_method: str = ""                           # how peak held was measured
     phases: list[str] = dataclasses.field(default_factory=list)
@@ -100,6 +105,7 @@ class Table:
     baseline: str | None    # label of the baseline row, or None (compare mode, or missing)
     reference: str | None   # label of the reference row, or None
     comparing: bool         # True: deltas are NEW vs OLD
+    rival: str | None = None  # the rival's strategy when the table has its rows (vs_rival)
     interleaved: bool = False  # the rows' repetitions ran interleaved, in random order
     heap_state: str = ""    # the heap state of the rows' figures (results.WARM, IDLE), "" unknown
 
@@ -202,6 +208,25 @@ def _find(rows: list[results.Row], role: str) -> results.Row | None:
     return next((r for r in rows if _role(r.key) == role), None)
 
 
+def _rival_rows(rows: list[results.Row]) -> dict[str, results.Row]:
+    """The rival's rows of a table (not preloaded), by variant."""
+    return {r.key.variant: r for r in rows
+            if r.key.strategy == results.RIVAL_STRATEGY and not r.key.preload}
+
+
+def _vs_rival(row: results.Row | None,
+              rivals: dict[str, results.Row]) -> stats.PairedRatio | None:
+    """The row's time against the rival row of its variant (the rival's fresh row for a variant
+    the rival lacks, such as shared), round by round; None for the rival's own rows."""
+    if row is None or row.key.strategy == results.RIVAL_STRATEGY or not rivals:
+        return None
+    rival = rivals.get(row.key.variant) or rivals.get(results.BASELINE_VARIANT)
+    if rival is None:
+        return None
+    return stats.paired_ratio(row.values("ns_per_op"), row.rounds, rival.values("ns_per_op"),
+                              rival.rounds)
+
+
 def analyze_run(result_set: results.ResultSet) -> list[Table]:
     """One table per workload and thread count, each row against the table's baseline."""
     tables = []
@@ -212,18 +237,21 @@ def analyze_run(result_set: results.ResultSet) -> list[Table]:
         reference = _find(rows, "reference")
         shown = _metrics_present(rows)
         reference_time = _median(reference, "ns_per_op")
+        rivals = _rival_rows(rows)
         analyzed = [
             AnalyzedRow(
                 key=row.key, role=_role(row.key), summary=_summaries(row), old=None,
                 delta=_deltas(baseline, row, shown) if row is not baseline else
                 {metric.key: None for metric in shown},
                 vs_reference=stats.ratio(_median(row, "ns_per_op"), reference_time),
+                vs_rival=_vs_rival(row, rivals),
                 samples=row.samples, held_method=row.held_method, phases=row.phases)
             for row in rows]
         tables.append(Table(workload=workload, threads=threads, metrics=shown, rows=analyzed,
                             baseline=baseline.key.label if baseline else None,
                             reference=reference.key.label if reference else None,
                             comparing=False,
+                            rival=results.RIVAL_STRATEGY if rivals else None,
                             interleaved=bool(result_set.context.get(INTERLEAVED_FIELD)),
                             heap_state=result_set.heap_state))
     return tables
@@ -242,6 +270,8 @@ def analyze_compare(old: results.ResultSet, new: results.ResultSet) -> list[Tabl
         shown = _metrics_present(union)
         reference_key = next((r.key for r in union if r.key.is_reference), None)
         reference_time = _median(new_rows.get(reference_key), "ns_per_op")
+        new_rivals = _rival_rows(list(new_rows.values()))
+        old_rivals = _rival_rows(list(old_rows.values()))
         analyzed = []
         for row in union:
             new_row = new_rows.get(row.key)
@@ -250,6 +280,8 @@ def analyze_compare(old: results.ResultSet, new: results.ResultSet) -> list[Tabl
                 old=_summaries(old_rows.get(row.key)),
                 delta=_deltas(old_rows.get(row.key), new_row, shown),
                 vs_reference=stats.ratio(_median(new_row, "ns_per_op"), reference_time),
+                vs_rival=_vs_rival(new_row, new_rivals),
+                old_vs_rival=_vs_rival(old_rows.get(row.key), old_rivals),
                 samples=new_row.samples if new_row else {},
                 held_method=new_row.held_method if new_row else "",
                 phases=new_row.phases if new_row else []))
@@ -257,6 +289,8 @@ def analyze_compare(old: results.ResultSet, new: results.ResultSet) -> list[Tabl
                             rows=analyzed, baseline=None,
                             reference=reference_key.label if reference_key else None,
                             comparing=True,
+                            rival=(results.RIVAL_STRATEGY if new_rivals or old_rivals
+                                   else None),
                             interleaved=bool(new.context.get(INTERLEAVED_FIELD)),
                             heap_state=new.heap_state))
     return tables

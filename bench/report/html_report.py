@@ -80,6 +80,9 @@ def write(path: str, title: str, tables: list[analysis.Table], chart_paths: dict
     heap = text_tables.heap_state_line(context)
     if heap:
         parts.append(f"<p><b>{html.escape(heap)}</b></p>")
+    rival = text_tables.rival_line(tables)
+    if rival:
+        parts.append(f"<p>{html.escape(rival)}</p>")
     if notes:
         parts.append('<div class="notes">' + "<br>".join(html.escape(n) for n in notes)
                      + "</div>")

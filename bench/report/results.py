@@ -15,7 +15,9 @@ samples, the figure shown beside the row's time.
 
 With repetitions, Google Benchmark writes one ``run_type: iteration`` entry per repetition and
 then aggregates; the per-repetition entries are the samples. A file holding only aggregates
-(``--benchmark_report_aggregates_only``) yields one sample per row, from the mean.
+(``--benchmark_report_aggregates_only``) yields one sample per row, from the mean. Each time
+sample keeps its entry's ``repetition_index`` (the report's runner numbers each process by its
+round), so rows can be compared round by round.
 """
 
 from __future__ import annotations
@@ -38,6 +40,10 @@ PRELOAD_STRATEGY = "malloc"
 # Bench-only rows that are neither a strategy a user can pick nor the table's reference: the
 # plainest wrapper over a library, shown next to pmrkit's strategy over the same library.
 PLAIN_WRAPPERS = ("mimalloc_plain",)
+# The rival every row's time is also held against, round by round (analysis.py's vs_rival):
+# the plainest wrapper over the fastest general-purpose allocator here, mimalloc at its fastest
+# correct path (mi_malloc/mi_free), which the size_class strategy exists to beat.
+RIVAL_STRATEGY = "mimalloc_plain"
 VARIANTS = ("fresh", "pooled", "shared", "limit")
 BASELINE_VARIANT = "fresh"
 LIMIT_VARIANT = "limit"
@@ -122,6 +128,9 @@ class Row:
     samples: dict[str, list[float]] = dataclasses.field(default_factory=dict)
     held_method: str = ""  # how peak_held_bytes was measured ("upstream", "rss", ...), "" unknown
     phases: list[str] = dataclasses.field(default_factory=list)  # phase names, in order
+    # The repetition (round) of each ns_per_op sample, in the same order; None where the entry
+    # had no repetition_index (an aggregate).
+    rounds: list[int | None] = dataclasses.field(default_factory=list)
 
     def values(self, metric: str) -> list[float]:
         return self.samples.get(metric, [])
@@ -294,8 +303,12 @@ def from_json(doc: dict, known: Iterable[str] | None = None) -> ResultSet:
         row = rows.get(key)
         if row is None:
             row = rows[key] = Row(key=key, name=_PRELOAD_SUFFIX.sub("", name))
-        for metric, value in _metrics_of(entry).items():
+        metrics = _metrics_of(entry)
+        for metric, value in metrics.items():
             row.samples.setdefault(metric, []).append(value)
+        if "ns_per_op" in metrics:
+            row.rounds.append(entry.get("repetition_index")
+                              if entry.get("run_type", "iteration") == "iteration" else None)
         for phase in phase_names(entry):
             if phase not in row.phases:
                 row.phases.append(phase)

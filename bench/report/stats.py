@@ -74,6 +74,39 @@ def compare(old: list[float], new: list[float]) -> Delta | None:
     return Delta(change=change, p=u_test(old, new), n_old=len(old), n_new=len(new))
 
 
+@dataclasses.dataclass(frozen=True)
+class PairedRatio:
+    """A row's time over another's, round by round: both rows ran once in each round of an
+    interleaved run, close together in time, so a burst of load on a shared machine that slows
+    one round moves both sides of that round's ratio, and the median of the ratios shows what
+    the medians of the two rows, taken apart, can hide."""
+    median: float  # median over the paired rounds of the row's time / the other's
+    rounds: int    # rounds paired; 0 when the rounds are unknown: the ratio of the medians
+    faster: int    # paired rounds in which the row took less time than the other
+
+
+def paired_ratio(values: list[float], rounds: list[int | None], other: list[float],
+                 other_rounds: list[int | None]) -> PairedRatio | None:
+    """values[i] (in round rounds[i]) over the other row's sample of the same round, for every
+    round both rows have; the ratio of the medians when a side's rounds are unknown or repeat
+    (results merged from several runs); None when a side has no sample or a zero median."""
+    if not values or not other:
+        return None
+
+    def by_round(samples: list[float], numbers: list[int | None]) -> dict[int, float] | None:
+        if len(numbers) != len(samples) or None in numbers or len(set(numbers)) != len(numbers):
+            return None
+        return dict(zip(numbers, samples))
+    mine, theirs = by_round(values, rounds), by_round(other, other_rounds)
+    common = sorted(set(mine) & set(theirs)) if mine is not None and theirs is not None else []
+    if common and all(theirs[r] > 0 for r in common):
+        ratios = [mine[r] / theirs[r] for r in common]
+        return PairedRatio(median=float(numpy.median(ratios)), rounds=len(common),
+                           faster=sum(x < 1 for x in ratios))
+    unpaired = ratio(float(numpy.median(values)), float(numpy.median(other)))
+    return None if unpaired is None else PairedRatio(median=unpaired, rounds=0, faster=0)
+
+
 def ratio(value: float | None, reference: float | None) -> float | None:
     if value is None or reference is None or reference == 0:
         return None

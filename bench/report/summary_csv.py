@@ -3,7 +3,10 @@ faults_per_op (the timed loop's page faults per op), and the memory axis: peak_h
 peak_live_bytes, held_over_live (medians), how held was measured, and whether the row is on its table's time-vs-held Pareto front. heap_state names the
 state every figure of the row comes from (warm: beside a live background set); where the run
 also ran the row idle, idle_ns_per_op_median is its time then and idle_over_warm the ratio. Phase workloads add
-phase_<name>_held_bytes / _live_bytes / _held_over_live columns, one set per phase.
+phase_<name>_held_bytes / _live_bytes / _held_over_live columns, one set per phase. Where the
+table has the rival's rows (mimalloc_plain), ratio_to_rival is the row's time over the rival's,
+median over the rounds, rival_rounds how many rounds it pairs (0: the ratio of the medians) and
+rival_rounds_faster in how many the row was faster; comparing, ratio_to_rival_old is OLD's.
 
 Empty cells mean "not measured" (a metric the workload does not report, a results.json from
 before the bench reported it) or "not comparable" (no baseline row, too few repetitions for the
@@ -41,6 +44,8 @@ def header(comparing: bool = False, phases: tuple[str, ...] = ()) -> list[str]:
     columns += [results.phase_metric(p, what) for p in phases for what in PHASE_FIGURES]
     columns += ["ns_per_op_spread_pct", "ratio_to_reference", "baseline", "reference",
                 "reference_noisy"]
+    columns += (["ratio_to_rival_old"] if comparing else []) + [
+        "ratio_to_rival", "rival_rounds", "rival_rounds_faster", "rival"]
     return columns
 
 
@@ -90,6 +95,14 @@ def rows(table: analysis.Table) -> list[dict]:
         record["baseline"] = "old" if table.comparing else (table.baseline or "")
         record["reference"] = table.reference or ""
         record["reference_noisy"] = "yes" if verdict and verdict.noisy_reference else ""
+        if table.comparing:
+            record["ratio_to_rival_old"] = _number(
+                row.old_vs_rival.median if row.old_vs_rival else None, 4)
+        paired = row.vs_rival
+        record["ratio_to_rival"] = _number(paired.median if paired else None, 4)
+        record["rival_rounds"] = paired.rounds if paired else ""
+        record["rival_rounds_faster"] = paired.faster if paired else ""
+        record["rival"] = table.rival or ""
         out.append(record)
     return out
 

@@ -3,6 +3,9 @@
 A delta cell reads ``-50.41% (p=0.008)`` when the U test finds a difference, ``~ (p=0.310)``
 when it does not, and ``~ (n=2)`` when a side has too few repetitions to test at all. A figure
 a row lacks (not measured, or a results.json from before the bench reported it) reads ``—``.
+A ``vs mimalloc_plain`` cell reads ``1.04x (4/11)``: the median over the rounds of the row's
+time over the rival's in the same round, and in how many of those rounds the row was faster
+(``1.04x`` alone: the rounds were not known, the ratio of the medians; see rival_line()).
 """
 
 from __future__ import annotations
@@ -58,6 +61,28 @@ def reference_header(table: analysis.Table) -> str:
     return f"vs {table.reference}"
 
 
+def rival_header(table: analysis.Table) -> str:
+    return f"vs {table.rival}"
+
+
+def format_paired(value: stats.PairedRatio | None) -> str:
+    if value is None:
+        return MISSING
+    if value.rounds == 0:
+        return f"{value.median:.2f}x"
+    return f"{value.median:.2f}x ({value.faster}/{value.rounds})"
+
+
+def rival_line(tables: list[analysis.Table]) -> str:
+    """What the rival column means, for the head of a report that has one ("" if none)."""
+    rival = next((t.rival for t in tables if t.rival), None)
+    if not rival:
+        return ""
+    return (f"vs {rival}: each round's time/op over {rival}'s row of the same variant (its "
+            f"fresh row where it has none) in the same round, median over the rounds; "
+            f"(k/n): faster than {rival} in k of n rounds")
+
+
 def grid(table: analysis.Table) -> Grid:
     """A run's table: each row's medians, its delta against the baseline, its ratio to limit."""
     if table.comparing:
@@ -75,6 +100,10 @@ def grid(table: analysis.Table) -> Grid:
         headers.append(reference_header(table))
         numeric.append(True)
         better.append(0)
+    if table.rival:
+        headers.append(rival_header(table))
+        numeric.append(True)
+        better.append(0)
     rows = []
     for row in table.rows:
         cells = [row.label]
@@ -85,6 +114,8 @@ def grid(table: analysis.Table) -> Grid:
                              else format_delta(row.delta[metric.key]))
         if table.reference:
             cells.append(format_ratio(row.vs_reference))
+        if table.rival:
+            cells.append(format_paired(row.vs_rival))
         rows.append(cells)
     return Grid(headers, rows, numeric, better, [r.role for r in table.rows])
 
@@ -100,6 +131,10 @@ def compare_grid(table: analysis.Table) -> Grid:
         headers.append(reference_header(table) + " (new)")
         numeric.append(True)
         better.append(0)
+    if table.rival:
+        headers += [f"old {rival_header(table)}", f"new {rival_header(table)}"]
+        numeric += [True, True]
+        better += [0, 0]
     rows = []
     for row in table.rows:
         cells = [row.label]
@@ -109,6 +144,8 @@ def compare_grid(table: analysis.Table) -> Grid:
             cells.append(format_delta(row.delta[metric.key]))
         if table.reference:
             cells.append(format_ratio(row.vs_reference))
+        if table.rival:
+            cells += [format_paired(row.old_vs_rival), format_paired(row.vs_rival)]
         rows.append(cells)
     return Grid(headers, rows, numeric, better, [r.role for r in table.rows])
 
@@ -318,6 +355,7 @@ IDLE_REPETITIONS_FIELD = "pmrkit_idle_repetitions"
 
 
 def render_all(tables: list[analysis.Table], context: dict | None = None) -> str:
-    head = heap_state_line(context or {})
+    head = "\n".join(line for line in (heap_state_line(context or {}), rival_line(tables))
+                     if line)
     return ((head + "\n\n" if head else "")
             + "\n\n".join(render_table(t) for t in tables) + "\n")

@@ -134,9 +134,18 @@ def check_tables(stdout, strategy, expected_tables, memory):
         has_strategy = any(l.split("/")[0] == strategy for l in labels)
         check(has_strategy == (title in expected_tables),
               f"{title}: {strategy} row {'unexpected' if has_strategy else 'missing'}: {labels}")
+        # Where the table has the rival's rows, every other row ends with its round-by-round
+        # ratio to them (3 rounds in --quick), after the reference ratio.
+        rival = "vs mimalloc_plain" in lines[1]
+        paired = r"\d+\.\d\dx \(\d/3\)"
         if "vs limit" in lines[1] or "vs bare_list" in lines[1]:
-            check(re.search(r"\d+\.\d\dx$", rows[-1]) is not None,
-                  f"{title}: reference row without a ratio: {rows[-1]!r}")
+            check(re.search(r"\d+\.\d\dx" + (r"\s+" + paired if rival else "") + "$", rows[-1])
+                  is not None, f"{title}: reference row without its ratios: {rows[-1]!r}")
+        if rival:
+            for row in rows:
+                if row.split()[0].split("/")[0] != "mimalloc_plain":
+                    check(re.search(paired + "$", row) is not None,
+                          f"{title}: a row without its ratio to mimalloc_plain: {row!r}")
         check(any(l.startswith("  fastest: ") for l in lines), f"{title}: no verdict")
         # --quick has 3 repetitions: with distinct timings the exact U test cannot reach
         # p < 0.05 (its smallest p for 3+3 is 0.1), so no time delta may be called.

@@ -127,6 +127,10 @@ class ReadJson(unittest.TestCase):
         self.assertNotEqual(self.set.rows[plain].values("ns_per_op"),
                             self.set.rows[tagged].values("ns_per_op"))
 
+    def test_each_time_keeps_its_round(self):
+        row = self.set.rows[results.parse_name("AllocPairs/new_delete")]
+        self.assertEqual(row.rounds, [0, 1, 2, 3, 4])
+
     def test_aggregates_only_file_gives_one_sample_from_the_mean(self):
         doc = {"benchmarks": [
             {"name": "AllocPairs/new_delete_mean", "run_name": "AllocPairs/new_delete",
@@ -136,6 +140,7 @@ class ReadJson(unittest.TestCase):
              "time_unit": "ns"}]}
         row = results.from_json(doc).rows[results.parse_name("AllocPairs/new_delete")]
         self.assertEqual(row.values("ns_per_op"), [10.0])
+        self.assertEqual(row.rounds, [None])  # a mean belongs to no round
 
     def test_merge_keeps_preload_runs_apart(self):
         doc = {"context": {"host_name": "h"}, "benchmarks": [
@@ -172,6 +177,27 @@ class Statistics(unittest.TestCase):
         self.assertIsNone(stats.relative_change(0, 5))
         self.assertIsNone(stats.ratio(5, 0))
 
+    def test_paired_ratio_pairs_rounds(self):
+        # Round 2 ran slow for both rows: apart, the medians say 1.50x; round by round the row
+        # took 0.9 of the rival's time in every round (its samples listed in another order).
+        row, rival = [18.0, 27.0, 9.0], [10.0, 20.0, 30.0]
+        paired = stats.paired_ratio(row, [1, 2, 0], rival, [0, 1, 2])
+        self.assertAlmostEqual(paired.median, 0.9)
+        self.assertEqual((paired.rounds, paired.faster), (3, 3))
+        self.assertAlmostEqual(stats.ratio(18.0, 20.0), 0.9)  # medians: 18 over 20
+        self.assertEqual(stats.paired_ratio([30.0, 5.0], [0, 1], [10.0, 10.0], [0, 1]).faster, 1)
+
+    def test_paired_ratio_pairs_only_rounds_both_ran(self):
+        paired = stats.paired_ratio([2.0, 4.0, 100.0], [0, 1, 7], [1.0, 2.0], [0, 1])
+        self.assertEqual((paired.median, paired.rounds, paired.faster), (2.0, 2, 0))
+
+    def test_paired_ratio_without_rounds_is_the_ratio_of_medians(self):
+        for rounds in ([None, None, None], [0, 0, 1], [0, 1]):  # unknown, repeated, not one each
+            paired = stats.paired_ratio([3.0, 6.0, 9.0], rounds, [2.0, 4.0, 6.0], [0, 1, 2])
+            self.assertEqual((paired.median, paired.rounds, paired.faster), (1.5, 0, 0), rounds)
+        self.assertIsNone(stats.paired_ratio([], [], [1.0], [0]))
+        self.assertIsNone(stats.paired_ratio([1.0], [0], [0.0], [0]))
+
     def test_summary(self):
         s = stats.summarize([1, 2, 3, 4, 100])
         self.assertEqual((s.n, s.median), (5, 3.0))
@@ -194,6 +220,35 @@ class RunTables(unittest.TestCase):
         self.assertEqual((insert.baseline, insert.reference), ("new_delete/fresh", "limit"))
         pairs = table_of(self.tables, "AllocPairs")
         self.assertEqual((pairs.baseline, pairs.reference), ("new_delete", "bare_list"))
+
+    def test_rows_against_the_rival_round_by_round(self):
+        # Three rounds; round 1 slow for every row. Each row against mimalloc_plain's row of
+        # its own variant, shared (which the rival lacks) against its fresh row.
+        times = {("size_class", "fresh"): [12, 24, 12], ("size_class", "pooled"): [9, 30, 9],
+                 ("size_class", "shared"): [10, 20, 10], ("new_delete", "fresh"): [30, 60, 30],
+                 ("mimalloc_plain", "fresh"): [10, 20, 10],
+                 ("mimalloc_plain", "pooled"): [10, 20, 10]}
+        doc = {"context": {}, "benchmarks": [
+            {"name": f"ContainerMap/build/{strategy}/{variant}/manual_time",
+             "run_type": "iteration", "repetition_index": i, "real_time": t, "time_unit": "us"}
+            for (strategy, variant), ts in times.items() for i, t in enumerate(ts)]}
+        (table,) = analysis.analyze_run(results.from_json(
+            doc, known=("new_delete", "size_class", "mimalloc_plain")))
+        self.assertEqual(table.rival, "mimalloc_plain")
+        g = tables.grid(table)
+        self.assertEqual(g.headers[-1], "vs mimalloc_plain")
+        cells = {row[0]: row[-1] for row in g.rows}
+        self.assertEqual(cells, {"new_delete/fresh": "3.00x (0/3)",
+                                 "size_class/fresh": "1.20x (0/3)",
+                                 "size_class/pooled": "0.90x (2/3)",
+                                 "size_class/shared": "1.00x (0/3)",
+                                 "mimalloc_plain/fresh": "—", "mimalloc_plain/pooled": "—"})
+        self.assertIn("vs mimalloc_plain: each round's time/op", tables.render_all([table]))
+        # No rival rows, no column and no legend.
+        insert = table_of(self.tables, "InsertSingle")
+        self.assertIsNone(insert.rival)
+        self.assertNotIn("vs mimalloc_plain", tables.grid(insert).headers)
+        self.assertNotIn("vs mimalloc_plain", tables.render_all([insert]))
 
     def test_shared_rows_follow_pooled_ones(self):
         doc = {"context": {}, "benchmarks": [
@@ -225,7 +280,7 @@ class RunTables(unittest.TestCase):
         g = tables.grid(table_of(self.tables, "AllocPairs"))
         self.assertEqual(g.headers, ["strategy/variant", "time/op", "vs base", "allocs/op",
                                      "vs base", "B/op", "vs base", "peak held", "held/live",
-                                     "vs bare_list"])
+                                     "vs bare_list", "vs mimalloc_plain"])
 
     def test_cells(self):
         table = table_of(self.tables, "InsertSingle")
@@ -586,6 +641,23 @@ class CompareTables(unittest.TestCase):
         self.assertEqual(rows["gone/fresh"][2], "—")
         self.assertIn("2 faster, 0 slower", tables.verdict_lines(insert)[0])
 
+    def test_rival_ratio_old_and_new(self):
+        new_doc = load_fixture()
+        old_doc = copy.deepcopy(new_doc)
+        for e in old_doc["benchmarks"]:  # OLD: size_class twice as slow
+            if e.get("run_name") == "AllocPairs/size_class" and "real_time" in e:
+                e["real_time"] *= 2
+        pairs = table_of(analysis.analyze_compare(results.from_json(old_doc),
+                                                  results.from_json(new_doc)), "AllocPairs")
+        g = tables.grid(pairs)
+        self.assertEqual(g.headers[-2:], ["old vs mimalloc_plain", "new vs mimalloc_plain"])
+        row = next(r for r in pairs.rows if r.label == "size_class")
+        self.assertEqual((row.old_vs_rival.rounds, row.vs_rival.rounds), (5, 5))
+        self.assertAlmostEqual(row.old_vs_rival.median, 2 * row.vs_rival.median)
+        cells = next(c for c in g.rows if c[0] == "size_class")
+        self.assertEqual(cells[-2:], [tables.format_paired(row.old_vs_rival),
+                                      tables.format_paired(row.vs_rival)])
+
 
 class Files(unittest.TestCase):
     def test_csv_html_and_charts(self):
@@ -613,6 +685,16 @@ class Files(unittest.TestCase):
                           and r["label"] == "size_class")
             self.assertEqual(phases["phase_free90_held_over_live"], "12.1")
             self.assertEqual(fresh["phase_free90_held_bytes"], "")
+            # The rival's figures where the table has its row, none where it does not.
+            pairs = next(r for r in records if r["workload"] == "AllocPairs"
+                         and r["label"] == "size_class")
+            row = next(r for r in table_of(analyzed, "AllocPairs").rows
+                       if r.label == "size_class")
+            self.assertEqual((pairs["ratio_to_rival"], pairs["rival_rounds"],
+                              pairs["rival_rounds_faster"], pairs["rival"]),
+                             (f"{row.vs_rival.median:.4g}", "5", str(row.vs_rival.faster),
+                              "mimalloc_plain"))
+            self.assertEqual((pooled["ratio_to_rival"], pooled["rival"]), ("", ""))
 
             chart_paths = charts.write_all(analyzed, os.path.join(out, "charts"))
             self.assertIn("AllocMixedShared thread scaling", chart_paths)
@@ -625,6 +707,7 @@ class Files(unittest.TestCase):
                 page = f.read()
             self.assertEqual(page.count('src="data:image/png;base64,'), len(chart_paths))
             self.assertIn("<td class=\"num better\">-90.00% (p=0.004)</td>", page)
+            self.assertIn("vs mimalloc_plain: each round", page)
             # A time-vs-peak-held chart per table, embedded after its table.
             for table in analyzed:
                 self.assertIn(charts.memory_key(table.title), chart_paths)
