@@ -7,7 +7,8 @@ for the patterns, ``bare_list``. Where the table has ``mimalloc_plain`` rows (th
 at its fastest path), every other row's time is also held against the rival's row of the same
 variant (its fresh row for a variant it lacks), round by round (stats.paired_ratio). In a
 comparison of two runs, every row of NEW is compared with the same row of OLD, and the rival
-ratio is given for both.
+ratio is given for both. rival_judged_rows() and rival_tally() pick and count the rows whose
+rounds the signed-rank test tells from the rival's (stats.signed_rank_p).
 
 The verdict (verdict()) names the fastest and the leanest (peak held) strategy row only when
 the U test separates it from the others, else the tied group (Pick); leaves the debugging
@@ -361,6 +362,29 @@ def verdict_rows(table: Table) -> list[AnalyzedRow]:
     """The rows a verdict may name: strategies (the baseline included), not the debugging ones,
     not the bench-only wrappers, not the reference; preload rows are judged on their own."""
     return [r for r in table.rows if r.role in ("baseline", "strategy") and not is_excluded(r)]
+
+
+def rival_judged_rows(table: Table, old: bool = False) -> list[AnalyzedRow]:
+    """The rows held against the rival in its verdict line: those a verdict may name and the
+    preload rows, each with its ratio to the rival (OLD's when `old`)."""
+    return [r for r in table.rows
+            if r.role in ("baseline", "strategy", "preload") and not is_excluded(r)
+            and (r.old_vs_rival if old else r.vs_rival) is not None]
+
+
+def rival_tally(tables: list[Table]) -> dict[str, dict[str, int]]:
+    """For each strategy (its own rows, not preloaded ones), over every table with the rival's
+    rows: how many rows the signed-rank test calls faster and slower than the rival, how many
+    it does not tell apart ("~"), and how many it cannot test ("": too few rounds)."""
+    tally: dict[str, dict[str, int]] = {}
+    for table in tables:
+        for row in rival_judged_rows(table):
+            if row.key.preload:
+                continue
+            counts = tally.setdefault(row.key.strategy,
+                                      {"faster": 0, "slower": 0, "~": 0, "": 0})
+            counts[row.vs_rival.call] += 1
+    return tally
 
 
 def verdict(table: Table) -> Verdict:

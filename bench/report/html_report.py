@@ -83,6 +83,12 @@ def write(path: str, title: str, tables: list[analysis.Table], chart_paths: dict
     rival = text_tables.rival_line(tables)
     if rival:
         parts.append(f"<p>{html.escape(rival)}</p>")
+    tally = text_tables.rival_tally_lines(tables)
+    if tally:
+        parts.append(f"<p>{html.escape(tally[0])}</p>")
+        if tally[1:]:
+            parts.append("<ul>" + "".join(f"<li>{html.escape(line.strip())}</li>"
+                                          for line in tally[1:]) + "</ul>")
     if notes:
         parts.append('<div class="notes">' + "<br>".join(html.escape(n) for n in notes)
                      + "</div>")

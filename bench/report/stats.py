@@ -83,6 +83,49 @@ class PairedRatio:
     median: float  # median over the paired rounds of the row's time / the other's
     rounds: int    # rounds paired; 0 when the rounds are unknown: the ratio of the medians
     faster: int    # paired rounds in which the row took less time than the other
+    # Two-sided Wilcoxon signed-rank test of the rounds' ratios against 1 (signed_rank_p);
+    # None when it cannot call a difference: rounds unknown, or fewer than MIN_PAIRED_ROUNDS.
+    p: float | None = None
+
+    @property
+    def call(self) -> str:
+        """"faster" or "slower" when the test tells the row from the other (p < ALPHA), "~"
+        when it does not, "" when it cannot (too few rounds, or rounds unknown)."""
+        if self.p is None:
+            return ""
+        if self.p >= ALPHA:
+            return "~"
+        return "faster" if self.median < 1 else "slower"
+
+
+# The fewest paired rounds with which the signed-rank test can reach p < ALPHA: its smallest
+# two-sided p, every round on one side, is 2 / 2^n (0.0625 at 5 rounds, 0.031 at 6).
+MIN_PAIRED_ROUNDS = next(n for n in range(1, 64) if 2.0 / 2 ** n < ALPHA)
+
+
+def signed_rank_p(ratios: list[float]) -> float | None:
+    """Whether a row's time differs from another's, round by round: the two-sided Wilcoxon
+    signed-rank test of the rounds' log ratios against 0. Paired, so a burst that slows both
+    rows of a round cancels, and it weighs how far each round leans, not only which way. The
+    p-value is exact, ties included (midranks; rounds with equal times drop out, as Wilcoxon's
+    own rule has it). None with fewer than MIN_PAIRED_ROUNDS rounds."""
+    if len(ratios) < MIN_PAIRED_ROUNDS:
+        return None
+    logs = [x for x in numpy.log(ratios) if x != 0]
+    if not logs:
+        return 1.0  # every round the same time on both sides
+    # Midranks are multiples of a half: doubled, the statistic's null distribution (each rank
+    # positive or negative with even odds) counts over integers.
+    weights = [int(round(2 * r)) for r in scipy_stats.rankdata(numpy.abs(logs))]
+    positive = sum(w for w, x in zip(weights, logs) if x > 0)
+    ways = [1] + [0] * sum(weights)
+    for w in weights:
+        for total in range(len(ways) - 1, w - 1, -1):
+            ways[total] += ways[total - w]
+    outcomes = 2 ** len(logs)
+    at_most = sum(ways[:positive + 1]) / outcomes
+    at_least = sum(ways[positive:]) / outcomes
+    return min(1.0, 2 * min(at_most, at_least))
 
 
 def paired_ratio(values: list[float], rounds: list[int | None], other: list[float],
@@ -102,7 +145,7 @@ def paired_ratio(values: list[float], rounds: list[int | None], other: list[floa
     if common and all(theirs[r] > 0 for r in common):
         ratios = [mine[r] / theirs[r] for r in common]
         return PairedRatio(median=float(numpy.median(ratios)), rounds=len(common),
-                           faster=sum(x < 1 for x in ratios))
+                           faster=sum(x < 1 for x in ratios), p=signed_rank_p(ratios))
     unpaired = ratio(float(numpy.median(values)), float(numpy.median(other)))
     return None if unpaired is None else PairedRatio(median=unpaired, rounds=0, faster=0)
 

@@ -6,7 +6,9 @@ also ran the row idle, idle_ns_per_op_median is its time then and idle_over_warm
 phase_<name>_held_bytes / _live_bytes / _held_over_live columns, one set per phase. Where the
 table has the rival's rows (mimalloc_plain), ratio_to_rival is the row's time over the rival's,
 median over the rounds, rival_rounds how many rounds it pairs (0: the ratio of the medians) and
-rival_rounds_faster in how many the row was faster; comparing, ratio_to_rival_old is OLD's.
+rival_rounds_faster in how many the row was faster, rival_p the two-sided Wilcoxon signed-rank
+test of the rounds' ratios (empty under 6 rounds) and rival_call what it says: faster, slower, ~
+(not told apart) or empty (not tested); comparing, ratio_to_rival_old is OLD's.
 
 Empty cells mean "not measured" (a metric the workload does not report, a results.json from
 before the bench reported it) or "not comparable" (no baseline row, too few repetitions for the
@@ -45,7 +47,7 @@ def header(comparing: bool = False, phases: tuple[str, ...] = ()) -> list[str]:
     columns += ["ns_per_op_spread_pct", "ratio_to_reference", "baseline", "reference",
                 "reference_noisy"]
     columns += (["ratio_to_rival_old"] if comparing else []) + [
-        "ratio_to_rival", "rival_rounds", "rival_rounds_faster", "rival"]
+        "ratio_to_rival", "rival_rounds", "rival_rounds_faster", "rival_p", "rival_call", "rival"]
     return columns
 
 
@@ -102,6 +104,8 @@ def rows(table: analysis.Table) -> list[dict]:
         record["ratio_to_rival"] = _number(paired.median if paired else None, 4)
         record["rival_rounds"] = paired.rounds if paired else ""
         record["rival_rounds_faster"] = paired.faster if paired else ""
+        record["rival_p"] = _number(paired.p if paired else None, 4)
+        record["rival_call"] = paired.call if paired else ""
         record["rival"] = table.rival or ""
         out.append(record)
     return out

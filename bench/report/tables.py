@@ -6,6 +6,8 @@ a row lacks (not measured, or a results.json from before the bench reported it) 
 A ``vs mimalloc_plain`` cell reads ``1.04x (4/11)``: the median over the rounds of the row's
 time over the rival's in the same round, and in how many of those rounds the row was faster
 (``1.04x`` alone: the rounds were not known, the ratio of the medians; see rival_line()).
+Whether the rounds tell a row from the rival is the verdict's last line (rival_verdict_line())
+and, counted per strategy, the report's head (rival_tally_lines()).
 """
 
 from __future__ import annotations
@@ -81,6 +83,72 @@ def rival_line(tables: list[analysis.Table]) -> str:
     return (f"vs {rival}: each round's time/op over {rival}'s row of the same variant (its "
             f"fresh row where it has none) in the same round, median over the rounds; "
             f"(k/n): faster than {rival} in k of n rounds")
+
+
+def _rival_test(rounds: int) -> str:
+    return f"signed-rank test over {rounds} rounds, p < {stats.ALPHA}"
+
+
+def _cannot_call(rival: str, rounds: int, run: str) -> str:
+    """Why no row of `run` ("OLD ", "NEW " or "") is held against the rival, given the most
+    rounds any row pairs."""
+    if rounds == 0:
+        return (f"{run}against {rival}: the rounds are unknown (results merged from several "
+                "runs), so the column is the ratio of the medians and calls nothing")
+    return (f"{run}against {rival}: {rounds} rounds cannot tell a row from it (the paired test "
+            f"needs {stats.MIN_PAIRED_ROUNDS}: --repetitions {stats.MIN_PAIRED_ROUNDS} or more)")
+
+
+def rival_verdict_line(table: analysis.Table, old: bool = False) -> str:
+    """Which rows the signed-rank test finds faster or slower than the rival round by round,
+    and which it does not tell apart ("" when the table has no rival)."""
+    rows = analysis.rival_judged_rows(table, old)
+    if not table.rival or not rows:
+        return ""
+    paired = {id(r): r.old_vs_rival if old else r.vs_rival for r in rows}
+    rounds = max(p.rounds for p in paired.values())
+    run = "OLD " if old else "NEW " if table.comparing else ""
+    if all(p.p is None for p in paired.values()):
+        return _cannot_call(table.rival, rounds, run)
+
+    def listed(call: str, with_ratio: bool) -> str:
+        named = sorted((r for r in rows if paired[id(r)].call == call),
+                       key=lambda r: paired[id(r)].median, reverse=call == "slower")
+        if not named:
+            return ""
+        texts = [r.label + (f" {paired[id(r)].median:.2f}x (p={paired[id(r)].p:.3f})"
+                            if with_ratio else "") for r in named[:TIED_NAMES_SHOWN]]
+        more = len(named) - len(texts)
+        return ", ".join(texts) + (f" and {more} more" if more else "")
+
+    parts = [f"{title}: {names}" for title, names in (
+        ("faster", listed("faster", True)), ("slower", listed("slower", True)),
+        ("not told apart", listed("~", False)),
+        ("too few rounds", listed("", False))) if names]
+    return (f"{run}against {table.rival} ({_rival_test(rounds)}): "
+            + "; ".join(parts))
+
+
+def rival_tally_lines(tables: list[analysis.Table]) -> list[str]:
+    """For the head of a report: each strategy's rows against the rival, counted over every
+    table (the verdict lines name them); [] when no table has the rival's rows."""
+    rival = next((t.rival for t in tables if t.rival), None)
+    tally = analysis.rival_tally(tables)
+    if not rival or not tally:
+        return []
+    rounds = max(r.vs_rival.rounds for t in tables for r in analysis.rival_judged_rows(t))
+    run = "NEW " if any(t.comparing for t in tables) else ""
+    if all(counts[""] == sum(counts.values()) for counts in tally.values()):
+        return [_cannot_call(rival, rounds, run)]
+    lines = [f"{run}against {rival}, row by row (signed-rank test over the rounds, "
+             f"p < {stats.ALPHA}; each table's verdict names the rows):"]
+    for strategy, counts in sorted(tally.items(), key=lambda kv: (kv[1]["slower"], kv[0])):
+        total = sum(counts.values())
+        untested = f", {counts['']} with too few rounds" if counts[""] else ""
+        lines.append(f"  {strategy}: faster in {counts['faster']}, slower in "
+                     f"{counts['slower']}, not told apart in {counts['~']} of {total} rows"
+                     f"{untested}")
+    return lines
 
 
 def grid(table: analysis.Table) -> Grid:
@@ -243,7 +311,8 @@ def verdict_lines(table: analysis.Table) -> list[str]:
         lines.append(_pick_line(
             "best process allocator", v.best_preload,
             m.format_time(v.best_preload.leader.median("ns_per_op")) + "/op", v.reference))
-    return lines + note_lines(table, v)
+    rival = rival_verdict_line(table)
+    return lines + ([rival] if rival else []) + note_lines(table, v)
 
 
 def note_lines(table: analysis.Table, v: analysis.Verdict | None = None) -> list[str]:
@@ -318,7 +387,9 @@ def compare_verdict_lines(table: analysis.Table) -> list[str]:
             faster += 1
         else:
             slower += 1
-    return [f"time/op: {faster} faster, {slower} slower, {same} unchanged (p >= {stats.ALPHA})"]
+    lines = [f"time/op: {faster} faster, {slower} slower, {same} unchanged (p >= {stats.ALPHA})"]
+    return lines + [line for line in (rival_verdict_line(table, old=True),
+                                      rival_verdict_line(table)) if line]
 
 
 def render_table(table: analysis.Table) -> str:
@@ -355,7 +426,7 @@ IDLE_REPETITIONS_FIELD = "pmrkit_idle_repetitions"
 
 
 def render_all(tables: list[analysis.Table], context: dict | None = None) -> str:
-    head = "\n".join(line for line in (heap_state_line(context or {}), rival_line(tables))
-                     if line)
+    head = "\n".join(line for line in (heap_state_line(context or {}), rival_line(tables),
+                                        *rival_tally_lines(tables)) if line)
     return ((head + "\n\n" if head else "")
             + "\n\n".join(render_table(t) for t in tables) + "\n")

@@ -187,6 +187,45 @@ class Statistics(unittest.TestCase):
         self.assertAlmostEqual(stats.ratio(18.0, 20.0), 0.9)  # medians: 18 over 20
         self.assertEqual(stats.paired_ratio([30.0, 5.0], [0, 1], [10.0, 10.0], [0, 1]).faster, 1)
 
+    def test_signed_rank_test_of_the_rounds(self):
+        # Every round on one side: p = 2 / 2^n, first below 0.05 at six rounds.
+        self.assertEqual(stats.MIN_PAIRED_ROUNDS, 6)
+        self.assertAlmostEqual(stats.signed_rank_p([1.1, 1.2, 1.3, 1.4, 1.5, 1.6]), 2 / 64)
+        self.assertIsNone(stats.signed_rank_p([1.1, 1.2, 1.3, 1.4, 1.5]))
+        # It weighs how far each round leans: five small rounds above 1 and one far below do
+        # not make a difference, where a sign test would count 5 of 6.
+        ratios = [1.01, 1.02, 1.03, 1.04, 1.05, 0.5]
+        # Ranks 1-5 positive, T+ = 15 of 21; P(T+ >= 15) = P(T- <= 6): 14 of the 64 subsets
+        # of 1..6 sum to 6 or less, so two-sided 28/64.
+        self.assertAlmostEqual(stats.signed_rank_p(ratios), 28 / 64)
+        self.assertAlmostEqual(enumerated_two_sided_p([1, 2, 3, 4, 5, 6], [1, 2, 3, 4, 5]),
+                               28 / 64)
+        # Ties take midranks: three equal rounds above 1 (ranks 2 each), one below (rank 4),
+        # two more above (5, 6): T+ = 17 of 21 in doubled terms 34 of 42.
+        tied = [1.1, 1.1, 1.1, 1 / 1.2, 1.3, 1.4]
+        expected = enumerated_two_sided_p([2, 2, 2, 4, 5, 6], positive=[2, 2, 2, 5, 6])
+        self.assertAlmostEqual(stats.signed_rank_p(tied), expected)
+        # Rounds of equal time drop out; all equal is no difference.
+        self.assertEqual(stats.signed_rank_p([1.0] * 6), 1.0)
+        self.assertEqual(stats.signed_rank_p([1.0] * 5 + [1.2]), 1.0)
+
+    def test_paired_ratio_calls_a_difference_only_when_tested(self):
+        rounds = list(range(8))
+        rival = [10.0] * 8
+        slower = stats.paired_ratio([11.0, 12, 11, 13, 12, 11, 14, 12], rounds, rival, rounds)
+        self.assertEqual((slower.call, slower.faster), ("slower", 0))
+        self.assertLess(slower.p, 0.05)
+        faster = stats.paired_ratio([9.0, 8, 9, 7, 8, 9, 6, 8], rounds, rival, rounds)
+        self.assertEqual(faster.call, "faster")
+        level = stats.paired_ratio([9.0, 11, 9.5, 10.5, 9.8, 10.3, 9.9, 10.1], rounds, rival,
+                                   rounds)
+        self.assertEqual(level.call, "~")
+        # Five rounds cannot call it; nor can a ratio of medians.
+        five = stats.paired_ratio([20.0] * 5, rounds[:5], rival[:5], rounds[:5])
+        self.assertEqual((five.p, five.call), (None, ""))
+        unknown = stats.paired_ratio([20.0] * 8, [None] * 8, rival, rounds)
+        self.assertEqual((unknown.rounds, unknown.call), (0, ""))
+
     def test_paired_ratio_pairs_only_rounds_both_ran(self):
         paired = stats.paired_ratio([2.0, 4.0, 100.0], [0, 1, 7], [1.0, 2.0], [0, 1])
         self.assertEqual((paired.median, paired.rounds, paired.faster), (2.0, 2, 0))
@@ -203,6 +242,29 @@ class Statistics(unittest.TestCase):
         self.assertEqual((s.n, s.median), (5, 3.0))
         self.assertAlmostEqual(s.spread, (4 - 2) / 2 / 3)
         self.assertIsNone(stats.summarize([]))
+
+
+def enumerated_two_sided_p(ranks: list[float], positive: list[float]) -> float:
+    """The signed-rank test's two-sided p by enumerating every sign pattern (an independent
+    check of stats.signed_rank_p's counting)."""
+    import itertools
+    observed = sum(positive)
+    sums = [sum(r for r, sign in zip(ranks, signs) if sign)
+            for signs in itertools.product((0, 1), repeat=len(ranks))]
+    low = sum(x <= observed for x in sums) / len(sums)
+    high = sum(x >= observed for x in sums) / len(sums)
+    return min(1.0, 2 * min(low, high))
+
+
+def rival_table(times: dict[tuple[str, str], list[float]]) -> analysis.Table:
+    """One ContainerMap/build table from per-round times of (strategy, variant) rows."""
+    doc = {"context": {}, "benchmarks": [
+        {"name": f"ContainerMap/build/{strategy}/{variant}/manual_time",
+         "run_type": "iteration", "repetition_index": i, "real_time": t, "time_unit": "us"}
+        for (strategy, variant), ts in times.items() for i, t in enumerate(ts)]}
+    (table,) = analysis.analyze_run(results.from_json(
+        doc, known=("new_delete", "size_class", "mimalloc_plain", "checked")))
+    return table
 
 
 class RunTables(unittest.TestCase):
@@ -249,6 +311,41 @@ class RunTables(unittest.TestCase):
         self.assertIsNone(insert.rival)
         self.assertNotIn("vs mimalloc_plain", tables.grid(insert).headers)
         self.assertNotIn("vs mimalloc_plain", tables.render_all([insert]))
+
+    def test_rival_verdict_names_rows_the_rounds_tell_apart(self):
+        rival = [10.0, 20.0, 10.0, 12.0, 10.0, 30.0, 11.0]  # round 5 slow for every row
+        table = rival_table({
+            ("size_class", "pooled"): [9.0, 18.0, 9.5, 11.0, 9.0, 27.0, 10.0],   # faster
+            ("size_class", "fresh"): [11.0, 22.0, 11.5, 13.0, 11.0, 33.0, 12.0],  # slower
+            ("new_delete", "fresh"): [9.0, 22.0, 9.5, 13.0, 9.8, 31.0, 10.5],    # mixed
+            ("checked", "fresh"): [50.0] * 7,  # a debugging strategy: never named
+            ("mimalloc_plain", "fresh"): rival, ("mimalloc_plain", "pooled"): rival})
+        line = tables.rival_verdict_line(table)
+        self.assertTrue(line.startswith(
+            "against mimalloc_plain (signed-rank test over 7 rounds, p < 0.05): "), line)
+        self.assertIn("faster: size_class/pooled 0.90x (p=0.016)", line)
+        self.assertIn("slower: size_class/fresh 1.10x (p=0.016)", line)
+        self.assertIn("not told apart: new_delete/fresh", line)
+        self.assertNotIn("checked", line)
+        self.assertIn(line, tables.verdict_lines(table))
+        head = tables.render_all([table]).split("\n\n")[0]
+        self.assertIn("  size_class: faster in 1, slower in 1, not told apart in 0 of 2 rows",
+                      head)
+        self.assertIn("  new_delete: faster in 0, slower in 0, not told apart in 1 of 1 rows",
+                      head)
+        self.assertNotIn("checked", head)
+
+    def test_rival_verdict_says_why_it_cannot_call(self):
+        few = rival_table({("size_class", "pooled"): [20.0] * 5,
+                           ("mimalloc_plain", "pooled"): [10.0] * 5})
+        expected = ("against mimalloc_plain: 5 rounds cannot tell a row from it (the paired "
+                    "test needs 6: --repetitions 6 or more)")
+        self.assertEqual(tables.rival_verdict_line(few), expected)
+        self.assertEqual(tables.rival_tally_lines([few]), [expected])
+        # No rival, no line.
+        alone = rival_table({("size_class", "pooled"): [20.0] * 7})
+        self.assertEqual((tables.rival_verdict_line(alone), tables.rival_tally_lines([alone])),
+                         ("", []))
 
     def test_shared_rows_follow_pooled_ones(self):
         doc = {"context": {}, "benchmarks": [
@@ -657,6 +754,12 @@ class CompareTables(unittest.TestCase):
         cells = next(c for c in g.rows if c[0] == "size_class")
         self.assertEqual(cells[-2:], [tables.format_paired(row.old_vs_rival),
                                       tables.format_paired(row.vs_rival)])
+        # The verdict holds each run's rows against the rival, a line each (5 rounds: why not).
+        lines = tables.verdict_lines(pairs)
+        self.assertIn("OLD against mimalloc_plain: 5 rounds cannot tell a row from it (the "
+                      "paired test needs 6: --repetitions 6 or more)", lines)
+        self.assertIn("NEW against mimalloc_plain: 5 rounds cannot tell a row from it (the "
+                      "paired test needs 6: --repetitions 6 or more)", lines)
 
 
 class Files(unittest.TestCase):
@@ -694,6 +797,8 @@ class Files(unittest.TestCase):
                               pairs["rival_rounds_faster"], pairs["rival"]),
                              (f"{row.vs_rival.median:.4g}", "5", str(row.vs_rival.faster),
                               "mimalloc_plain"))
+            # Five rounds: not tested.
+            self.assertEqual((pairs["rival_p"], pairs["rival_call"]), ("", ""))
             self.assertEqual((pooled["ratio_to_rival"], pooled["rival"]), ("", ""))
 
             chart_paths = charts.write_all(analyzed, os.path.join(out, "charts"))
@@ -708,6 +813,7 @@ class Files(unittest.TestCase):
             self.assertEqual(page.count('src="data:image/png;base64,'), len(chart_paths))
             self.assertIn("<td class=\"num better\">-90.00% (p=0.004)</td>", page)
             self.assertIn("vs mimalloc_plain: each round", page)
+            self.assertIn("against mimalloc_plain: 5 rounds cannot tell a row from it", page)
             # A time-vs-peak-held chart per table, embedded after its table.
             for table in analyzed:
                 self.assertIn(charts.memory_key(table.title), chart_paths)
