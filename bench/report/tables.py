@@ -85,10 +85,6 @@ def rival_line(tables: list[analysis.Table]) -> str:
             f"(k/n): faster than {rival} in k of n rounds")
 
 
-def _rival_test(rounds: int) -> str:
-    return f"signed-rank test over {rounds} rounds, p < {stats.ALPHA}"
-
-
 def _cannot_call(rival: str, rounds: int, run: str) -> str:
     """Why no row of `run` ("OLD ", "NEW " or "") is held against the rival, given the most
     rounds any row pairs."""
@@ -125,8 +121,8 @@ def rival_verdict_line(table: analysis.Table, old: bool = False) -> str:
         ("faster", listed("faster", True)), ("slower", listed("slower", True)),
         ("not told apart", listed("~", False)),
         ("too few rounds", listed("", False))) if names]
-    return (f"{run}against {table.rival} ({_rival_test(rounds)}): "
-            + "; ".join(parts))
+    return (f"{run}against {table.rival} (signed-rank test over {rounds} rounds, "
+            f"p < {stats.ALPHA}): " + "; ".join(parts))
 
 
 def rival_tally_lines(tables: list[analysis.Table]) -> list[str]:
