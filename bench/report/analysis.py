@@ -53,6 +53,10 @@ class AnalyzedRow:
     def values(self, metric: str) -> list[float]:
         return self.samples.get(metric, [])
 
+    def against_rival(self, old: bool = False) -> stats.PairedRatio | None:
+        """The row's ratio to the rival: NEW's (or a run's), or OLD's when comparing."""
+        return self.old_vs_rival if old else self.vs_rival
+
 
 @dataclasses.dataclass
 class Pick:
@@ -369,7 +373,7 @@ def rival_judged_rows(table: Table, old: bool = False) -> list[AnalyzedRow]:
     preload rows, each with its ratio to the rival (OLD's when `old`)."""
     return [r for r in table.rows
             if r.role in ("baseline", "strategy", "preload") and not is_excluded(r)
-            and (r.old_vs_rival if old else r.vs_rival) is not None]
+            and r.against_rival(old) is not None]
 
 
 def rival_tally(tables: list[Table]) -> dict[str, dict[str, int]]:

@@ -101,7 +101,7 @@ def rival_verdict_line(table: analysis.Table, old: bool = False) -> str:
     rows = analysis.rival_judged_rows(table, old)
     if not table.rival or not rows:
         return ""
-    paired = {id(r): r.old_vs_rival if old else r.vs_rival for r in rows}
+    paired = {id(r): r.against_rival(old) for r in rows}
     rounds = max(p.rounds for p in paired.values())
     run = "OLD " if old else "NEW " if table.comparing else ""
     if all(p.p is None for p in paired.values()):
