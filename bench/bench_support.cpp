@@ -14,6 +14,7 @@
 #include "bare_list_resource.hpp"
 #include "mimalloc_plain_resource.hpp"
 #include "pmrkit/registry.hpp"
+#include "sharded_pages_probe.hpp"
 
 namespace pmrkit::bench {
 namespace {
@@ -21,6 +22,11 @@ namespace {
 std::vector<std::string>& specs_storage() {
   static std::vector<std::string> specs;
   return specs;
+}
+
+std::vector<std::string>& probes_storage() {
+  static std::vector<std::string> probes;
+  return probes;
 }
 
 std::vector<registrar>& registrars() {
@@ -265,6 +271,8 @@ strategy_under_test::strategy_under_test(const std::string& spec, row_pass& pass
     owned_ = std::make_unique<bare_list_resource>();
   } else if (spec == "mimalloc_plain") {
     owned_ = std::make_unique<mimalloc_plain_resource>();
+  } else if (spec == probe_row) {
+    owned_ = std::make_unique<sharded_pages_probe>(&upstream_);
   } else {
     owned_ = make_resource(spec, &upstream_);
     monotonic_ = dynamic_cast<std::pmr::monotonic_buffer_resource*>(owned_.get());
@@ -324,6 +332,7 @@ void run_row(benchmark::State& state, const std::string& key,
 void add_held_method_context() {
   std::vector<std::string> keys = strategy_specs();
   keys.insert(keys.end(), reference_rows.begin(), reference_rows.end());
+  keys.insert(keys.end(), probe_rows().begin(), probe_rows().end());
   keys.push_back("limit");
   const bool preloaded = malloc_is_preloaded();
   std::string json = "{";
@@ -334,6 +343,8 @@ void add_held_method_context() {
 }
 
 const std::vector<std::string>& strategy_specs() { return specs_storage(); }
+
+const std::vector<std::string>& probe_rows() { return probes_storage(); }
 
 bool is_thread_safe(const std::string& spec) { return describe_strategy(spec).thread_safe; }
 
@@ -358,6 +369,8 @@ bool parse_pmrkit_flags(int& argc, char** argv) {
     constexpr std::string_view list_flag = "--pmrkit_list_strategies";
     if (arg.rfind("--strategy=", 0) == 0) {
       only = std::string(arg.substr(std::strlen("--strategy=")));
+    } else if (arg == "--pmrkit_probes") {
+      probes_storage() = {std::string(probe_row)};
     } else if (arg == list_flag || arg == std::string(list_flag) + "=text") {
       list = "text";
     } else if (arg == std::string(list_flag) + "=json") {

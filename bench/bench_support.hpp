@@ -104,8 +104,9 @@ class shared_pool {
 };
 
 // A strategy built from its spec over a counting upstream (new_delete, or a shared_pool), or a
-// bench-only reference: "bare_list" (bare_list_resource.hpp) or "mimalloc_plain"
-// (mimalloc_plain_resource.hpp). In a counting pass its resource() is behind the live meter.
+// bench-only reference: "bare_list" (bare_list_resource.hpp), "mimalloc_plain"
+// (mimalloc_plain_resource.hpp) or the design probe, "sharded_pages_probe"
+// (sharded_pages_probe.hpp). In a counting pass its resource() is behind the live meter.
 class strategy_under_test {
  public:
   // `pool`, if given, is the upstream, and what it holds is the subject's held memory.
@@ -147,8 +148,15 @@ class strategy_under_test {
 // builds: the floor, and the plainest wrapper over the privately loaded mimalloc.
 inline const std::vector<std::string> reference_rows = {"bare_list", "mimalloc_plain"};
 
+// The design probe (sharded_pages_probe.hpp), which strategy_under_test also builds. Its rows
+// (the container workloads and the allocator patterns) are registered only when pmrkit_bench
+// runs with --pmrkit_probes: probe_rows() is then {"sharded_pages_probe"}, else empty.
+inline constexpr std::string_view probe_row = "sharded_pages_probe";
+const std::vector<std::string>& probe_rows();
+
 // Runs `body` as a timed pass, then (on the row's first thread) as a counting pass, and reports
-// the counters. `key`: the strategy spec, "bare_list", "mimalloc_plain" or "limit".
+// the counters. `key`: the strategy spec, "bare_list", "mimalloc_plain", "sharded_pages_probe"
+// or "limit".
 void run_row(benchmark::State& state, const std::string& key,
              function_ref<void(benchmark::State&, row_pass&)> body);
 

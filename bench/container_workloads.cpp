@@ -321,6 +321,7 @@ void run_shared(benchmark::State& state, const std::string& spec, container_op o
 void register_container_workloads() {
   std::vector<std::string> subjects = strategy_specs();
   subjects.push_back("mimalloc_plain");  // the yardstick: the plainest wrapper over mimalloc
+  subjects.insert(subjects.end(), probe_rows().begin(), probe_rows().end());
   for (const workload& w : workloads) {
     for (std::size_t p = 0; p < phase_names.size(); ++p) {
       const auto timed = static_cast<phase>(p);
@@ -332,7 +333,9 @@ void register_container_workloads() {
         benchmark::RegisterBenchmark((base + "/pooled").c_str(), run_pooled, spec, w.op, timed)
             ->UseManualTime()
             ->Unit(benchmark::kMicrosecond);
-        if (spec == "mimalloc_plain" || !describe_strategy(spec).uses_upstream) continue;
+        if (spec == "mimalloc_plain" || spec == probe_row ||
+            !describe_strategy(spec).uses_upstream)
+          continue;
         benchmark::RegisterBenchmark((base + "/shared").c_str(), run_shared, spec, w.op, timed)
             ->UseManualTime()
             ->Unit(benchmark::kMicrosecond);

@@ -1,0 +1,146 @@
+#include "sharded_pages_probe.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <new>
+
+namespace pmrkit::bench {
+
+sharded_pages_probe::sharded_pages_probe(std::pmr::memory_resource* upstream)
+    : upstream_(upstream) {
+  std::size_t sizes[class_count];
+  unsigned n = 0;
+  for (std::size_t s = 16; s <= 128; s += 16) sizes[n++] = s;
+  for (std::size_t base = 128; base < largest_pooled; base *= 2)
+    for (std::size_t step = 1; step <= 4; ++step) sizes[n++] = base + step * base / 4;
+  unsigned c = 0;
+  for (std::size_t i = 0; i < class_of_.size(); ++i) {
+    while (sizes[c] < i * 16) ++c;
+    class_of_[i] = static_cast<std::uint8_t>(c);
+  }
+  for (unsigned i = 0; i < class_count; ++i) {
+    class_size_[i] = static_cast<std::uint32_t>(sizes[i]);
+    const std::size_t bytes =
+        std::clamp<std::size_t>(std::bit_ceil(128 * sizes[i]), slice_bytes, 16 * slice_bytes);
+    class_slices_[i] = static_cast<std::uint8_t>(bytes / slice_bytes);
+  }
+}
+
+sharded_pages_probe::~sharded_pages_probe() {
+  while (segments_) {
+    segment* const next = segments_->next_segment;
+    segments_->~segment();
+    upstream_->deallocate(segments_, segment_bytes, segment_bytes);
+    segments_ = next;
+  }
+}
+
+void sharded_pages_probe::push_front(page_queue& q, page* pg) noexcept {
+  pg->prev = nullptr;
+  pg->next = q.head;
+  (q.head ? q.head->prev : q.tail) = pg;
+  q.head = pg;
+  pg->queued = true;
+}
+
+void sharded_pages_probe::push_back(page_queue& q, page* pg) noexcept {
+  pg->next = nullptr;
+  pg->prev = q.tail;
+  (q.tail ? q.tail->next : q.head) = pg;
+  q.tail = pg;
+  pg->queued = true;
+}
+
+void sharded_pages_probe::remove(page_queue& q, page* pg) noexcept {
+  (pg->prev ? pg->prev->next : q.head) = pg->next;
+  (pg->next ? pg->next->prev : q.tail) = pg->prev;
+  pg->prev = pg->next = nullptr;
+  pg->queued = false;
+}
+
+// An empty page of the class's slice count if one waits, else the lowest free run of slices
+// in a segment (aligned to its length), else a new segment.
+sharded_pages_probe::page* sharded_pages_probe::new_page(unsigned c) {
+  const unsigned k = class_slices_[c];
+  page*& empty = empty_pages_[std::countr_zero(k)];
+  if (page* const pg = empty) {
+    empty = pg->next;
+    return format(pg, c);
+  }
+  const std::uint64_t run = (std::uint64_t{1} << k) - 1;  // k <= 16
+  for (segment* seg = segments_; seg; seg = seg->next_segment)
+    for (unsigned first = k; first < slices_per_segment; first += k)
+      if ((seg->free_slices >> first & run) == run) {
+        seg->free_slices &= ~(run << first);
+        return format(&seg->pages[first], c);
+      }
+  auto* const seg = new (upstream_->allocate(segment_bytes, segment_bytes)) segment{};
+  seg->free_slices = ~std::uint64_t{1};  // slice 0 holds the segment's header
+  seg->next_segment = segments_;
+  segments_ = seg;
+  seg->free_slices &= ~(run << k);
+  return format(&seg->pages[k], c);
+}
+
+sharded_pages_probe::page* sharded_pages_probe::format(page* pg, unsigned c) noexcept {
+  auto* const seg =
+      reinterpret_cast<segment*>(reinterpret_cast<std::uintptr_t>(pg) & ~(segment_bytes - 1));
+  const auto first = static_cast<std::size_t>(pg - seg->pages.data());
+  const unsigned k = class_slices_[c];
+  std::byte* const start = reinterpret_cast<std::byte*>(seg) + first * slice_bytes;
+  const std::uint32_t size = class_size_[c];
+  *pg = page{};
+  pg->block_size = size;
+  pg->size_class = static_cast<std::uint8_t>(c);
+  pg->slices = static_cast<std::uint8_t>(k);
+  pg->unthreaded = start;
+  pg->end = start + (k * slice_bytes / size) * size;
+  return pg;
+}
+
+void* sharded_pages_probe::allocate_slow(unsigned c) {
+  page_queue& q = queues_[c];
+  for (;;) {
+    page* pg = q.head;
+    if (!pg) {
+      pg = new_page(c);
+      push_front(q, pg);
+    }
+    if (!pg->free && pg->unthreaded < pg->end) {
+      // Thread the next 4 KiB of never-used blocks, lowest address first, as mimalloc extends
+      // a page: a fresh page is touched as it fills, not all at once.
+      const std::uint32_t size = pg->block_size;
+      const auto left = static_cast<std::size_t>(pg->end - pg->unthreaded) / size;
+      const std::size_t count = std::min<std::size_t>(left, std::max<std::size_t>(1, 4096 / size));
+      std::byte* block = pg->unthreaded;
+      for (std::size_t i = 1; i < count; ++i, block += size)
+        *reinterpret_cast<void**>(block) = block + size;
+      *reinterpret_cast<void**>(block) = nullptr;
+      pg->free = pg->unthreaded;
+      pg->unthreaded = block + size;
+    }
+    if (void* const block = pg->free) {
+      pg->free = *static_cast<void**>(block);
+      ++pg->used;
+      return block;
+    }
+    remove(q, pg);  // full: rejoins the queue when a block comes back
+  }
+}
+
+void sharded_pages_probe::after_free_slow(page* pg) noexcept {
+  page_queue& q = queues_[pg->size_class];
+  if (pg->used != 0) {
+    push_back(q, pg);  // was full
+    return;
+  }
+  if (pg->queued) {
+    if (q.head == pg) return;  // allocations come from it next
+    remove(q, pg);
+  }
+  page*& empty = empty_pages_[std::countr_zero(unsigned{pg->slices})];
+  pg->next = empty;
+  empty = pg;
+}
+
+}  // namespace pmrkit::bench

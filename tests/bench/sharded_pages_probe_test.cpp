@@ -1,0 +1,124 @@
+// bench/sharded_pages_probe: the design probe hands out distinct, aligned, writable blocks of
+// every pooled size, reuses what comes back, routes the rest to upstream, and returns every
+// segment when destroyed, so the figures measured with it are of a correct pool.
+#include "sharded_pages_probe.hpp"
+
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "pmrkit/counting_resource.hpp"
+
+using pmrkit::counting_resource;
+using pmrkit::bench::sharded_pages_probe;
+
+namespace {
+
+struct live_block {
+  unsigned char* address;
+  std::size_t bytes;
+  unsigned char fill;
+};
+
+// Every byte of every live block still holds its own fill: no two blocks overlap, and no
+// block's bytes were taken by the probe's bookkeeping.
+bool intact(const live_block& b) {
+  for (std::size_t i = 0; i < b.bytes; ++i)
+    if (b.address[i] != b.fill) return false;
+  return true;
+}
+bool intact(const std::vector<live_block>& live) {
+  for (const live_block& b : live)
+    if (!intact(b)) return false;
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("sharded_pages_probe: blocks of every pooled size are aligned and apart",
+          "[bench][probe]") {
+  counting_resource upstream(std::pmr::new_delete_resource());
+  {
+    sharded_pages_probe probe(&upstream);
+    std::vector<live_block> live;
+    unsigned char fill = 1;
+    for (std::size_t bytes = 1; bytes <= sharded_pages_probe::largest_pooled; bytes += 37) {
+      for (int copies = 0; copies < 3; ++copies) {
+        auto* p = static_cast<unsigned char*>(probe.allocate(bytes, bytes >= 16 ? 16 : 8));
+        REQUIRE(reinterpret_cast<std::uintptr_t>(p) % 16 == 0);
+        std::memset(p, fill, bytes);
+        live.push_back({p, bytes, fill});
+        fill = static_cast<unsigned char>(fill % 251 + 1);
+      }
+    }
+    CHECK(intact(live));
+    for (const live_block& b : live) probe.deallocate(b.address, b.bytes, b.bytes >= 16 ? 16 : 8);
+  }
+  CHECK(upstream.stats().bytes_in_use == 0);
+}
+
+TEST_CASE("sharded_pages_probe: freed blocks are reused, not taken anew from upstream",
+          "[bench][probe]") {
+  counting_resource upstream(std::pmr::new_delete_resource());
+  sharded_pages_probe probe(&upstream);
+  std::vector<void*> blocks;
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < 20'000; ++i) blocks.push_back(probe.allocate(16 + (i % 7) * 40, 8));
+    for (std::size_t i = 0; i < blocks.size(); ++i)
+      probe.deallocate(blocks[i], 16 + (i % 7) * 40, 8);
+    blocks.clear();
+  }
+  const auto after_three = upstream.stats().bytes_allocated;
+  for (int i = 0; i < 20'000; ++i) blocks.push_back(probe.allocate(16 + (i % 7) * 40, 8));
+  CHECK(upstream.stats().bytes_allocated == after_three);
+  for (std::size_t i = 0; i < blocks.size(); ++i)
+    probe.deallocate(blocks[i], 16 + (i % 7) * 40, 8);
+}
+
+TEST_CASE("sharded_pages_probe: large or over-aligned requests go to upstream and back",
+          "[bench][probe]") {
+  counting_resource upstream(std::pmr::new_delete_resource());
+  sharded_pages_probe probe(&upstream);
+  void* large = probe.allocate(sharded_pages_probe::largest_pooled + 1, 8);
+  CHECK(upstream.stats().bytes_in_use == sharded_pages_probe::largest_pooled + 1);
+  void* aligned = probe.allocate(64, 64);
+  CHECK(reinterpret_cast<std::uintptr_t>(aligned) % 64 == 0);
+  CHECK(upstream.stats().allocations == 2);
+  probe.deallocate(aligned, 64, 64);
+  probe.deallocate(large, sharded_pages_probe::largest_pooled + 1, 8);
+  CHECK(upstream.stats().bytes_in_use == 0);
+}
+
+TEST_CASE("sharded_pages_probe: a random live set keeps its contents and returns everything",
+          "[bench][probe]") {
+  counting_resource upstream(std::pmr::new_delete_resource());
+  {
+    sharded_pages_probe probe(&upstream);
+    std::mt19937 random(12);
+    std::uniform_int_distribution<std::size_t> size(1, 4096);
+    std::vector<live_block> live;
+    unsigned char fill = 1;
+    for (int step = 0; step < 200'000; ++step) {
+      if (live.size() < 2'000 && (live.empty() || random() % 2 == 0)) {
+        const std::size_t bytes = size(random);
+        auto* p = static_cast<unsigned char*>(probe.allocate(bytes, 8));
+        std::memset(p, fill, bytes);
+        live.push_back({p, bytes, fill});
+        fill = static_cast<unsigned char>(fill % 251 + 1);
+      } else {
+        const std::size_t victim = random() % live.size();
+        std::swap(live[victim], live.back());
+        const live_block b = live.back();
+        live.pop_back();
+        REQUIRE(intact(b));
+        probe.deallocate(b.address, b.bytes, 8);
+      }
+    }
+    CHECK(intact(live));
+    // Left live on purpose: destruction returns every segment whatever is still allocated.
+  }
+  CHECK(upstream.stats().bytes_in_use == 0);
+}
