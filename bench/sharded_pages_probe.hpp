@@ -11,7 +11,8 @@
 // What it leaves out, and a strategy could not: threads (one thread, one resource: no owner,
 // no cross-thread frees), statistics, trim and max_retained (an empty page waits for its slice
 // count's next page until the probe is destroyed, which returns every segment to upstream).
-// Requests above 16 KiB, or aligned past 16, go straight to upstream and back.
+// Requests above 16 KiB, or aligned past 16, go straight to upstream and back. It does not own
+// upstream, which must outlive it.
 #pragma once
 
 #include <array>
