@@ -261,22 +261,22 @@ shared_pool::shared_pool()
     : below_(std::pmr::new_delete_resource()),
       pool_(make_resource("size_class", &below_)) {}
 
+std::unique_ptr<std::pmr::memory_resource> make_subject(const std::string& spec,
+                                                        std::pmr::memory_resource* upstream) {
+  if (spec == "bare_list") return std::make_unique<bare_list_resource>();
+  if (spec == "mimalloc_plain") return std::make_unique<mimalloc_plain_resource>();
+  if (spec == probe_row) return std::make_unique<sharded_pages_probe>(upstream);
+  return make_resource(spec, upstream);
+}
+
 strategy_under_test::strategy_under_test(const std::string& spec, row_pass& pass,
                                          shared_pool* pool)
     : spec_(spec),
       pass_(pass),
       pool_(pool),
       upstream_(pool ? pool->resource() : std::pmr::new_delete_resource()) {
-  if (spec == "bare_list") {
-    owned_ = std::make_unique<bare_list_resource>();
-  } else if (spec == "mimalloc_plain") {
-    owned_ = std::make_unique<mimalloc_plain_resource>();
-  } else if (spec == probe_row) {
-    owned_ = std::make_unique<sharded_pages_probe>(&upstream_);
-  } else {
-    owned_ = make_resource(spec, &upstream_);
-    monotonic_ = dynamic_cast<std::pmr::monotonic_buffer_resource*>(owned_.get());
-  }
+  owned_ = make_subject(spec, &upstream_);
+  monotonic_ = dynamic_cast<std::pmr::monotonic_buffer_resource*>(owned_.get());
   resource_ = owned_.get();
   if (pass.counting()) {
     // pmrkit's mimalloc strategies and mimalloc_plain call the private mimalloc, not malloc.

@@ -103,6 +103,13 @@ class shared_pool {
   std::unique_ptr<std::pmr::memory_resource> pool_;
 };
 
+// The resource a subject's spec names, over `upstream`: a bench-only reference ("bare_list",
+// "mimalloc_plain", which ignore upstream), the design probe ("sharded_pages_probe"), or a
+// strategy spec for the registry (make_resource, which throws std::invalid_argument naming what
+// is allowed).
+std::unique_ptr<std::pmr::memory_resource> make_subject(const std::string& spec,
+                                                        std::pmr::memory_resource* upstream);
+
 // A strategy built from its spec over a counting upstream (new_delete, or a shared_pool), or a
 // bench-only reference: "bare_list" (bare_list_resource.hpp), "mimalloc_plain"
 // (mimalloc_plain_resource.hpp) or the design probe, "sharded_pages_probe"
