@@ -1,0 +1,237 @@
+// pmrkit_interleaved: the container ops (container_ops.hpp) on several subjects in one process,
+// every subject once per round, in a new random order each round, each phase reported as the
+// median of its per-round ratios to the first subject (paired_stats.hpp).
+//
+//   pmrkit_interleaved [--rounds N] [--seed S] [--warm] [--workload NAME]... [SUBJECT]...
+//
+// SUBJECT is a strategy spec ("size_class", "size_class:thread_cache=0", ...), "mimalloc_plain",
+// "bare_list" or "sharded_pages_probe", optionally followed by "/fresh": a new resource per op
+// over new_delete, made in build and destroyed in destroy (a request arena); without it, one
+// resource reused by every op and warmed by one op (a long-lived service). The first subject is
+// the reference; default: mimalloc_plain size_class size_class/fresh. --warm runs each subject's
+// op twice in a row and times the second, so an op starts with its own memory in the caches;
+// without it, an op starts after the other subjects' ops. The heap is warm as in pmrkit_bench
+// (heap_state.hpp).
+//
+// Where pmrkit_bench's rows each run in a process of their own, which the report repeats and
+// interleaves (bench/report/run.py), here the subjects share one process: the round-to-round
+// drift of a shared machine divides out of each ratio, and 41 rounds of the three ops take
+// seconds, not the twenty minutes that as many processes a row do. What the subjects share is
+// the process: its heap, and the caches each op finds after the others (docs/benchmarks.md,
+// "Interleaved in one process").
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <iostream>
+#include <memory>
+#include <memory_resource>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bench_support.hpp"
+#include "container_ops.hpp"
+#include "heap_state.hpp"
+#include "paired_stats.hpp"
+
+namespace pmrkit::bench {
+namespace {
+
+constexpr std::string_view fresh_suffix = "/fresh";
+
+struct options {
+  std::size_t rounds = 41;
+  std::uint64_t seed = 1;
+  bool warm = false;
+  std::vector<std::string> workloads;  // empty: all
+  std::vector<std::string> subjects;
+};
+
+[[noreturn]] void usage_error(const std::string& message) {
+  std::cerr << "pmrkit_interleaved: " << message
+            << "\nusage: pmrkit_interleaved [--rounds N] [--seed S] [--warm] [--workload NAME]... "
+               "[SUBJECT[/fresh]]...\n";
+  std::exit(2);
+}
+
+std::uint64_t parse_count(std::string_view flag, const std::string& text, std::uint64_t least) {
+  std::size_t used = 0;
+  unsigned long long value = 0;
+  try {
+    value = std::stoull(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || text.empty() || text[0] == '-' || value < least)
+    usage_error(std::string(flag) + " takes a whole number of at least " + std::to_string(least) +
+                ", not '" + text + "'");
+  return value;
+}
+
+options parse(int argc, char** argv) {
+  options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const auto value = [&](std::string_view flag) -> std::string {
+      if (i + 1 >= argc) usage_error(std::string(flag) + " needs a value");
+      return argv[++i];
+    };
+    if (arg == "--rounds") {
+      o.rounds = parse_count(arg, value(arg), 1);
+    } else if (arg == "--seed") {
+      o.seed = parse_count(arg, value(arg), 0);
+    } else if (arg == "--warm") {
+      o.warm = true;
+    } else if (arg == "--workload") {
+      std::string name = value(arg);
+      const bool known = std::any_of(container_workloads.begin(), container_workloads.end(),
+                                     [&](const container_workload& w) { return w.name == name; });
+      if (!known) usage_error("unknown workload '" + name + "'; allowed: UnorderedMap, Map, Document");
+      o.workloads.push_back(std::move(name));
+    } else if (arg.rfind("--", 0) == 0) {
+      usage_error("unknown flag '" + arg + "'");
+    } else {
+      o.subjects.push_back(arg);
+    }
+  }
+  if (o.subjects.empty()) o.subjects = {"mimalloc_plain", "size_class", "size_class/fresh"};
+  if (o.subjects.size() < 2) usage_error("name at least two subjects: a reference and one to compare");
+  return o;
+}
+
+// One subject: its resource (pooled) or its spec (fresh), and the seconds of each phase, round
+// by round.
+class subject {
+ public:
+  explicit subject(std::string name) : name_(std::move(name)) {
+    fresh_ = name_.size() > fresh_suffix.size() &&
+             name_.compare(name_.size() - fresh_suffix.size(), fresh_suffix.size(),
+                           fresh_suffix) == 0;
+    spec_ = fresh_ ? name_.substr(0, name_.size() - fresh_suffix.size()) : name_;
+    // Made now in both cases, so that a spec the registry refuses stops the run before any op.
+    pooled_ = make_subject(spec_, std::pmr::new_delete_resource());
+    if (fresh_) pooled_.reset();
+  }
+
+  // A monotonic resource never reuses what is freed; reused by every op it would only grow, so
+  // it starts over after each (untimed), as pmrkit_bench's pooled rows do above a bound.
+  void recycle() {
+    if (auto* monotonic = dynamic_cast<std::pmr::monotonic_buffer_resource*>(pooled_.get()))
+      monotonic->release();
+  }
+
+  const std::string& name() const noexcept { return name_; }
+
+  // Starts a workload: a pooled subject gets a new resource, warmed by one op.
+  void begin(container_op op) {
+    if (fresh_) return;
+    pooled_ = make_subject(spec_, std::pmr::new_delete_resource());
+    phase_timer warm_up;
+    op(pooled_.get(), warm_up);
+    recycle();
+  }
+
+  phase_timer run(container_op op) {
+    phase_timer timer;
+    if (!fresh_) {
+      op(pooled_.get(), timer);
+      recycle();
+      return timer;
+    }
+    timer.begin(phase::build);
+    auto own = make_subject(spec_, std::pmr::new_delete_resource());
+    timer.end(phase::build);
+    op(own.get(), timer);
+    timer.begin(phase::destroy);
+    own.reset();
+    timer.end(phase::destroy);
+    return timer;
+  }
+
+  void end() { pooled_.reset(); }
+
+ private:
+  std::string name_;
+  std::string spec_;
+  bool fresh_ = false;
+  std::unique_ptr<std::pmr::memory_resource> pooled_;
+};
+
+void print_workload(std::string_view name, const std::vector<subject>& subjects,
+                    const std::vector<std::vector<std::vector<double>>>& seconds) {
+  std::printf("\n%-28s", std::string(name).c_str());
+  for (std::string_view p : phase_names) std::printf("%-26s", std::string(p).c_str());
+  std::printf("\n  %-26s", subjects[0].name().c_str());
+  for (std::size_t p = 0; p < phase_names.size(); ++p)
+    std::printf("%-26s", (std::to_string(median(seconds[0][p]) * 1e6).substr(0, 7) + " us").c_str());
+  std::printf("\n");
+  for (std::size_t s = 1; s < subjects.size(); ++s) {
+    std::printf("  %-26s", subjects[s].name().c_str());
+    for (std::size_t p = 0; p < phase_names.size(); ++p) {
+      const paired_summary sum = summarize_pairs(seconds[s][p], seconds[0][p]);
+      char cell[64];
+      std::snprintf(cell, sizeof cell, "%.3f (%zu/%zu) p=%.3f", sum.median_ratio, sum.faster,
+                    seconds[s][p].size(), sum.p);
+      std::printf("%-26s", cell);
+    }
+    std::printf("\n");
+  }
+}
+
+int run(const options& o) {
+  std::vector<subject> subjects;
+  try {
+    for (const std::string& name : o.subjects) subjects.emplace_back(name);
+  } catch (const std::invalid_argument& e) {
+    usage_error(std::string(e.what()) +
+                "; besides the strategies: mimalloc_plain, bare_list, sharded_pages_probe; any "
+                "of them followed by /fresh for a new resource per op");
+  }
+  const std::uint64_t background = prepare_heap_state(heap_state::warm);
+  prepare_container_inputs();
+  std::mt19937_64 rng(o.seed);
+  std::printf("pmrkit_interleaved: %zu rounds, the subjects in a new random order each round%s; "
+              "heap warm (%llu MiB background)\n",
+              o.rounds, o.warm ? ", each op right after an untimed one of its own" : "",
+              static_cast<unsigned long long>(background >> 20));
+  std::printf("first row: its median time; below: time / its time, median of the rounds "
+              "(rounds faster / rounds), two-sided sign test p\n");
+  for (const container_workload& w : container_workloads) {
+    if (!o.workloads.empty() &&
+        std::find(o.workloads.begin(), o.workloads.end(), w.name) == o.workloads.end())
+      continue;
+    // seconds[subject][phase][round]
+    std::vector<std::vector<std::vector<double>>> seconds(
+        subjects.size(), std::vector<std::vector<double>>(phase_names.size()));
+    for (subject& s : subjects) s.begin(w.op);
+    std::vector<std::size_t> order(subjects.size());
+    for (std::size_t round = 0; round < o.rounds; ++round) {
+      for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+      std::shuffle(order.begin(), order.end(), rng);
+      for (std::size_t s : order) {
+        if (o.warm) (void)subjects[s].run(w.op);
+        const phase_timer timer = subjects[s].run(w.op);
+        for (std::size_t p = 0; p < phase_names.size(); ++p)
+          seconds[s][p].push_back(timer.seconds(static_cast<phase>(p)));
+      }
+    }
+    for (subject& s : subjects) s.end();
+    print_workload(w.name, subjects, seconds);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace pmrkit::bench
+
+int main(int argc, char** argv) {
+  try {
+    return pmrkit::bench::run(pmrkit::bench::parse(argc, argv));
+  } catch (const std::exception& e) {
+    std::cerr << "pmrkit_interleaved: " << e.what() << '\n';
+    return 1;
+  }
+}

@@ -1,0 +1,77 @@
+#!/usr/bin/python3
+"""pmrkit_interleaved reports what it ran, in the direction it says, and refuses bad input.
+
+    test_interleaved.py build/bench/pmrkit_interleaved
+
+Checks:
+  - with --workload Map, only Map runs; the reference's row shows its median time per phase,
+    every other subject's row a ratio per phase with (rounds faster / rounds) and a p value;
+  - the ratio is the subject's time over the reference's: `checked` (which validates every
+    call and quarantines what is freed) builds and destroys the map far slower than
+    mimalloc_plain, so its ratios are well above 1 (2.9x and 17x when written); read the other
+    way round they would be below 1;
+  - a /fresh subject and a pooled monotonic one (released between ops) both run;
+  - an unknown strategy, --rounds 0, an unknown workload and a single subject each exit with
+    status 2 and a message that says what is allowed, before any op runs.
+Times are never compared with a bound; only a ratio of several times is.
+"""
+
+import re
+import subprocess
+import sys
+
+failures = []
+
+
+def check(condition, message):
+    if not condition:
+        failures.append(message)
+
+
+def run(tool, *args):
+    return subprocess.run([tool, *args], capture_output=True, text=True, timeout=100)
+
+
+def main():
+    tool = sys.argv[1]
+    out = run(tool, "--rounds", "3", "--workload", "Map", "mimalloc_plain", "checked",
+              "size_class/fresh", "monotonic")
+    check(out.returncode == 0, f"a valid run exits 0, not {out.returncode}: {out.stderr}")
+    text = out.stdout
+    check(re.search(r"^Map\s+build\s+read\s+destroy", text, re.M) is not None,
+          "the Map table has a header with the three phases")
+    check("UnorderedMap" not in text and "Document" not in text,
+          "--workload Map runs Map only")
+    ref = re.search(r"^  mimalloc_plain\s+(\S+) us\s+(\S+) us\s+(\S+) us", text, re.M)
+    check(ref is not None and all(float(t) > 0 for t in ref.groups()),
+          "the reference's row shows its median time of each phase")
+    cell = r"(\d+\.\d+) \((\d+)/3\) p=(\d\.\d+)"
+    rows = {}
+    for name in ("checked", "size_class/fresh", "monotonic"):
+        m = re.search(rf"^  {re.escape(name)}\s+{cell}\s+{cell}\s+{cell}", text, re.M)
+        check(m is not None, f"a row for {name} with a ratio, (faster/3) and p per phase")
+        if m:
+            rows[name] = [float(m.group(1 + 3 * p)) for p in range(3)]
+    if "checked" in rows:
+        build, _, destroy = rows["checked"]
+        check(build > 1.3 and destroy > 1.3,
+              f"checked's ratios to mimalloc_plain are its time over the reference's, so well "
+              f"above 1 on build and destroy, not {build} and {destroy}")
+
+    for args, says in ((["mimalloc_plain", "nosuch"], "mimalloc_plain"),
+                       (["--rounds", "0"], "at least 1"),
+                       (["--workload", "Foo"], "allowed: UnorderedMap, Map, Document"),
+                       (["size_class"], "at least two subjects")):
+        bad = run(tool, *args)
+        check(bad.returncode == 2, f"{args} exits 2, not {bad.returncode}")
+        check(says in bad.stderr, f"{args}: the message says '{says}': {bad.stderr!r}")
+        check(bad.stdout == "", f"{args}: nothing runs before the input is refused")
+
+    for f in failures:
+        print("FAIL:", f)
+    print(f"{'FAILED' if failures else 'ok'}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
