@@ -162,14 +162,17 @@ class subject {
 
 void print_workload(std::string_view name, const std::vector<subject>& subjects,
                     const std::vector<std::vector<std::vector<double>>>& seconds) {
-  std::printf("\n%-28s", std::string(name).c_str());
+  // Wide enough for the longest subject's name, so that a row always splits on spaces.
+  int width = 26;
+  for (const subject& s : subjects) width = std::max(width, static_cast<int>(s.name().size()) + 2);
+  std::printf("\n%-*s", width + 2, std::string(name).c_str());
   for (std::string_view p : phase_names) std::printf("%-26s", std::string(p).c_str());
-  std::printf("\n  %-26s", subjects[0].name().c_str());
+  std::printf("\n  %-*s", width, subjects[0].name().c_str());
   for (std::size_t p = 0; p < phase_names.size(); ++p)
     std::printf("%-26s", (std::to_string(median(seconds[0][p]) * 1e6).substr(0, 7) + " us").c_str());
   std::printf("\n");
   for (std::size_t s = 1; s < subjects.size(); ++s) {
-    std::printf("  %-26s", subjects[s].name().c_str());
+    std::printf("  %-*s", width, subjects[s].name().c_str());
     for (std::size_t p = 0; p < phase_names.size(); ++p) {
       const paired_summary sum = summarize_pairs(seconds[s][p], seconds[0][p]);
       char cell[64];
