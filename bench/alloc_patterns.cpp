@@ -217,8 +217,8 @@ void register_alloc_patterns() {
   for (const std::string& spec : subjects) {
     const bool is_reference = std::find(reference_rows.begin(), reference_rows.end(), spec) !=
                               reference_rows.end();
-    const bool is_probe = spec == probe_row;  // reuses memory, one thread only
-    const bool reuses = is_reference || is_probe || reuses_memory(spec);
+    const bool probe = is_probe(spec);  // reuses memory, one thread only
+    const bool reuses = is_reference || probe || reuses_memory(spec);
     benchmark::RegisterBenchmark(("AllocPairs/" + spec).c_str(), alloc_pairs, spec);
     benchmark::RegisterBenchmark(("AllocBatch/" + spec).c_str(), alloc_batch, spec);
     benchmark::RegisterBenchmark(("AllocScatter/" + spec).c_str(), alloc_scatter, spec);
@@ -228,7 +228,7 @@ void register_alloc_patterns() {
     auto* shared = benchmark::RegisterBenchmark(("AllocMixedShared/" + spec).c_str(),
                                                 alloc_mixed_shared, spec);
     shared->UseRealTime()->Threads(1);
-    if (is_reference || (!is_probe && is_thread_safe(spec))) shared->Threads(2);
+    if (is_reference || (!probe && is_thread_safe(spec))) shared->Threads(2);
   }
 }
 

@@ -265,7 +265,8 @@ std::unique_ptr<std::pmr::memory_resource> make_subject(const std::string& spec,
                                                         std::pmr::memory_resource* upstream) {
   if (spec == "bare_list") return std::make_unique<bare_list_resource>();
   if (spec == "mimalloc_plain") return std::make_unique<mimalloc_plain_resource>();
-  if (spec == probe_row) return std::make_unique<sharded_pages_probe>(upstream);
+  if (spec == probe_names[0]) return std::make_unique<sharded_pages_probe>(upstream);
+  if (spec == probe_names[1]) return std::make_unique<sharded_pages_probe_1m>(upstream);
   return make_resource(spec, upstream);
 }
 
@@ -346,6 +347,10 @@ const std::vector<std::string>& strategy_specs() { return specs_storage(); }
 
 const std::vector<std::string>& probe_rows() { return probes_storage(); }
 
+bool is_probe(std::string_view key) {
+  return std::find(probe_names.begin(), probe_names.end(), key) != probe_names.end();
+}
+
 bool is_thread_safe(const std::string& spec) { return describe_strategy(spec).thread_safe; }
 
 bool reuses_memory(const std::string& spec) { return describe_strategy(spec).reuses_memory; }
@@ -370,7 +375,7 @@ bool parse_pmrkit_flags(int& argc, char** argv) {
     if (arg.rfind("--strategy=", 0) == 0) {
       only = std::string(arg.substr(std::strlen("--strategy=")));
     } else if (arg == "--pmrkit_probes") {
-      probes_storage() = {std::string(probe_row)};
+      probes_storage() = probe_names;
     } else if (arg == list_flag || arg == std::string(list_flag) + "=text") {
       list = "text";
     } else if (arg == std::string(list_flag) + "=json") {

@@ -24,6 +24,7 @@
 #include <memory>
 #include <memory_resource>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -104,7 +105,7 @@ class shared_pool {
 };
 
 // The resource a subject's spec names, over `upstream`: a bench-only reference ("bare_list",
-// "mimalloc_plain", which ignore upstream), the design probe ("sharded_pages_probe"), or a
+// "mimalloc_plain", which ignore upstream), a design probe (probe_names), or a
 // strategy spec for the registry (make_resource, which throws std::invalid_argument naming what
 // is allowed).
 std::unique_ptr<std::pmr::memory_resource> make_subject(const std::string& spec,
@@ -112,8 +113,8 @@ std::unique_ptr<std::pmr::memory_resource> make_subject(const std::string& spec,
 
 // A strategy built from its spec over a counting upstream (new_delete, or a shared_pool), or a
 // bench-only reference: "bare_list" (bare_list_resource.hpp), "mimalloc_plain"
-// (mimalloc_plain_resource.hpp) or the design probe, "sharded_pages_probe"
-// (sharded_pages_probe.hpp). In a counting pass its resource() is behind the live meter.
+// (mimalloc_plain_resource.hpp) or a design probe (probe_names, sharded_pages_probe.hpp). In a
+// counting pass its resource() is behind the live meter.
 class strategy_under_test {
  public:
   // `pool`, if given, is the upstream, and what it holds is the subject's held memory.
@@ -155,14 +156,17 @@ class strategy_under_test {
 // builds: the floor, and the plainest wrapper over the privately loaded mimalloc.
 inline const std::vector<std::string> reference_rows = {"bare_list", "mimalloc_plain"};
 
-// The design probe (sharded_pages_probe.hpp), which strategy_under_test also builds. Its rows
-// (the container workloads and the allocator patterns) are registered only when pmrkit_bench
-// runs with --pmrkit_probes: probe_rows() is then {"sharded_pages_probe"}, else empty.
-inline constexpr std::string_view probe_row = "sharded_pages_probe";
+// The design probes (sharded_pages_probe.hpp), which strategy_under_test also builds, in its
+// two geometries. Their rows (the container workloads and the allocator patterns) are
+// registered only when pmrkit_bench runs with --pmrkit_probes: probe_rows() is then
+// probe_names, else empty.
+inline const std::vector<std::string> probe_names = {"sharded_pages_probe",
+                                                     "sharded_pages_probe_1m"};
+bool is_probe(std::string_view key);
 const std::vector<std::string>& probe_rows();
 
 // Runs `body` as a timed pass, then (on the row's first thread) as a counting pass, and reports
-// the counters. `key`: the strategy spec, "bare_list", "mimalloc_plain", "sharded_pages_probe"
+// the counters. `key`: the strategy spec, "bare_list", "mimalloc_plain", a probe
 // or "limit".
 void run_row(benchmark::State& state, const std::string& key,
              function_ref<void(benchmark::State&, row_pass&)> body);

@@ -101,7 +101,7 @@ void register_container_workloads() {
         benchmark::RegisterBenchmark((base + "/pooled").c_str(), run_pooled, spec, w.op, timed)
             ->UseManualTime()
             ->Unit(benchmark::kMicrosecond);
-        if (spec == "mimalloc_plain" || spec == probe_row ||
+        if (spec == "mimalloc_plain" || is_probe(spec) ||
             !describe_strategy(spec).uses_upstream)
           continue;
         benchmark::RegisterBenchmark((base + "/shared").c_str(), run_shared, spec, w.op, timed)

@@ -117,7 +117,7 @@ held_method preloaded_allocator_method() {
 
 held_method held_method_for(std::string_view key, bool preloaded) {
   if (key == "limit") return held_method::static_buffers;
-  if (key == "bare_list" || key == "sharded_pages_probe") return held_method::upstream;
+  if (key == "bare_list" || key.starts_with("sharded_pages_probe")) return held_method::upstream;
   if (key == "mimalloc_plain") return held_method::mimalloc_resident;
   const strategy_info info = describe_strategy(std::string(key));
   if (info.uses_upstream) return held_method::upstream;

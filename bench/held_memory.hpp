@@ -14,8 +14,9 @@
 //                   start; the fallback under an LD_PRELOAD whose allocator we cannot ask. It
 //                   misses memory the allocator kept from before the row (the report then
 //                   shows held < live as unmeasured)
-// and reference rows: bare_list by what it took from operator new, sharded_pages_probe by what
-// it took from its counting upstream (both: upstream), limit rows by their static buffers.
+// and reference rows: bare_list by what it took from operator new, the probes
+// (sharded_pages_probe*) by what they took from their counting upstream (both: upstream), limit
+// rows by their static buffers.
 // Single-threaded: one probe per row, used by the row's first thread.
 // Beside held memory, the page faults a thread takes (thread_page_faults): how often the memory
 // a row uses is new to the process.
@@ -42,8 +43,9 @@ enum class held_method {
 std::string_view held_method_name(held_method m) noexcept;
 
 // How a row's held memory is measured: `key` is a strategy spec, or one of the reference rows
-// "bare_list", "mimalloc_plain", "limit", or the probe "sharded_pages_probe". `preloaded`: an allocator replaces malloc
-// (LD_PRELOAD), so glibc's statistics would not describe it.
+// "bare_list", "mimalloc_plain", "limit", or a probe ("sharded_pages_probe",
+// "sharded_pages_probe_1m"). `preloaded`: an allocator replaces malloc (LD_PRELOAD), so glibc's
+// statistics would not describe it.
 held_method held_method_for(std::string_view key, bool preloaded);
 // True if LD_PRELOAD names a library (the [preload=...] rows).
 bool malloc_is_preloaded();

@@ -5,13 +5,13 @@
 //   pmrkit_interleaved [--rounds N] [--seed S] [--warm] [--workload NAME]... [SUBJECT]...
 //
 // SUBJECT is a strategy spec ("size_class", "size_class:thread_cache=0", ...), "mimalloc_plain",
-// "bare_list" or "sharded_pages_probe", optionally followed by "/fresh": a new resource per op
-// over new_delete, made in build and destroyed in destroy (a request arena); without it, one
-// resource reused by every op and warmed by one op (a long-lived service). The first subject is
-// the reference; default: mimalloc_plain size_class size_class/fresh. --warm runs each subject's
-// op twice in a row and times the second, so an op starts with its own memory in the caches;
-// without it, an op starts after the other subjects' ops. The heap is warm as in pmrkit_bench
-// (heap_state.hpp).
+// "bare_list" or a probe ("sharded_pages_probe", "sharded_pages_probe_1m"), optionally followed
+// by "/fresh": a new resource per op over new_delete, made in build and destroyed in destroy (a
+// request arena); without it, one resource reused by every op and warmed by one op (a
+// long-lived service). The first subject is the reference; default: mimalloc_plain size_class
+// size_class/fresh. --warm runs each subject's op twice in a row and times the second, so an op
+// starts with its own memory in the caches; without it, an op starts after the other subjects'
+// ops. The heap is warm as in pmrkit_bench (heap_state.hpp).
 //
 // Where pmrkit_bench's rows each run in a process of their own, which the report repeats and
 // interleaves (bench/report/run.py), here the subjects share one process: the round-to-round
@@ -89,7 +89,8 @@ options parse(int argc, char** argv) {
       std::string name = value(arg);
       const bool known = std::any_of(container_workloads.begin(), container_workloads.end(),
                                      [&](const container_workload& w) { return w.name == name; });
-      if (!known) usage_error("unknown workload '" + name + "'; allowed: UnorderedMap, Map, Document");
+      if (!known)
+        usage_error("unknown workload '" + name + "'; allowed: UnorderedMap, Map, Document");
       o.workloads.push_back(std::move(name));
     } else if (arg.rfind("--", 0) == 0) {
       usage_error("unknown flag '" + arg + "'");
@@ -98,7 +99,8 @@ options parse(int argc, char** argv) {
     }
   }
   if (o.subjects.empty()) o.subjects = {"mimalloc_plain", "size_class", "size_class/fresh"};
-  if (o.subjects.size() < 2) usage_error("name at least two subjects: a reference and one to compare");
+  if (o.subjects.size() < 2)
+    usage_error("name at least two subjects: a reference and one to compare");
   return o;
 }
 
@@ -168,8 +170,11 @@ void print_workload(std::string_view name, const std::vector<subject>& subjects,
   std::printf("\n%-*s", width + 2, std::string(name).c_str());
   for (std::string_view p : phase_names) std::printf("%-26s", std::string(p).c_str());
   std::printf("\n  %-*s", width, subjects[0].name().c_str());
-  for (std::size_t p = 0; p < phase_names.size(); ++p)
-    std::printf("%-26s", (std::to_string(median(seconds[0][p]) * 1e6).substr(0, 7) + " us").c_str());
+  for (std::size_t p = 0; p < phase_names.size(); ++p) {
+    char cell[32];
+    std::snprintf(cell, sizeof cell, "%.1f us", median(seconds[0][p]) * 1e6);
+    std::printf("%-26s", cell);
+  }
   std::printf("\n");
   for (std::size_t s = 1; s < subjects.size(); ++s) {
     std::printf("  %-*s", width, subjects[s].name().c_str());
@@ -190,8 +195,8 @@ int run(const options& o) {
     for (const std::string& name : o.subjects) subjects.emplace_back(name);
   } catch (const std::invalid_argument& e) {
     usage_error(std::string(e.what()) +
-                "; besides the strategies: mimalloc_plain, bare_list, sharded_pages_probe; any "
-                "of them followed by /fresh for a new resource per op");
+                "; besides the strategies: mimalloc_plain, bare_list, sharded_pages_probe, "
+                "sharded_pages_probe_1m; any of them followed by /fresh for a new resource per op");
   }
   const std::uint64_t background = prepare_heap_state(heap_state::warm);
   prepare_container_inputs();

@@ -6,7 +6,8 @@
 
 namespace pmrkit::bench {
 
-sharded_pages_probe::sharded_pages_probe(std::pmr::memory_resource* upstream)
+template <std::size_t S, std::size_t L>
+basic_sharded_pages_probe<S, L>::basic_sharded_pages_probe(std::pmr::memory_resource* upstream)
     : upstream_(upstream) {
   std::size_t sizes[class_count];
   unsigned n = 0;
@@ -20,13 +21,14 @@ sharded_pages_probe::sharded_pages_probe(std::pmr::memory_resource* upstream)
   }
   for (unsigned i = 0; i < class_count; ++i) {
     class_size_[i] = static_cast<std::uint32_t>(sizes[i]);
-    const std::size_t bytes =
-        std::clamp<std::size_t>(std::bit_ceil(128 * sizes[i]), slice_bytes, 16 * slice_bytes);
+    const std::size_t bytes = std::clamp<std::size_t>(std::bit_ceil(128 * sizes[i]), slice_bytes,
+                                                      largest_page_slices * slice_bytes);
     class_slices_[i] = static_cast<std::uint8_t>(bytes / slice_bytes);
   }
 }
 
-sharded_pages_probe::~sharded_pages_probe() {
+template <std::size_t S, std::size_t L>
+basic_sharded_pages_probe<S, L>::~basic_sharded_pages_probe() {
   while (segments_) {
     segment* const next = segments_->next_segment;
     segments_->~segment();
@@ -35,7 +37,8 @@ sharded_pages_probe::~sharded_pages_probe() {
   }
 }
 
-void sharded_pages_probe::push_front(page_queue& q, page* pg) noexcept {
+template <std::size_t S, std::size_t L>
+void basic_sharded_pages_probe<S, L>::push_front(page_queue& q, page* pg) noexcept {
   pg->prev = nullptr;
   pg->next = q.head;
   (q.head ? q.head->prev : q.tail) = pg;
@@ -43,7 +46,8 @@ void sharded_pages_probe::push_front(page_queue& q, page* pg) noexcept {
   pg->queued = true;
 }
 
-void sharded_pages_probe::push_back(page_queue& q, page* pg) noexcept {
+template <std::size_t S, std::size_t L>
+void basic_sharded_pages_probe<S, L>::push_back(page_queue& q, page* pg) noexcept {
   pg->next = nullptr;
   pg->prev = q.tail;
   (q.tail ? q.tail->next : q.head) = pg;
@@ -51,40 +55,42 @@ void sharded_pages_probe::push_back(page_queue& q, page* pg) noexcept {
   pg->queued = true;
 }
 
-void sharded_pages_probe::remove(page_queue& q, page* pg) noexcept {
+template <std::size_t S, std::size_t L>
+void basic_sharded_pages_probe<S, L>::remove(page_queue& q, page* pg) noexcept {
   (pg->prev ? pg->prev->next : q.head) = pg->next;
   (pg->next ? pg->next->prev : q.tail) = pg->prev;
   pg->prev = pg->next = nullptr;
   pg->queued = false;
 }
 
-// An empty page of the class's slice count if one waits, else the lowest free run of slices
-// in a segment (aligned to its length), else a new segment.
-sharded_pages_probe::page* sharded_pages_probe::new_page(unsigned c) {
+// The lowest free run of the class's slice count in a segment (aligned to its length, above the
+// segment's header), else a new segment.
+template <std::size_t S, std::size_t L>
+auto basic_sharded_pages_probe<S, L>::new_page(unsigned c) -> page* {
   const unsigned k = class_slices_[c];
-  page*& empty = empty_pages_[std::countr_zero(k)];
-  if (page* const pg = empty) {
-    empty = pg->next;
-    return format(pg, c);
-  }
-  const std::uint64_t run = (std::uint64_t{1} << k) - 1;  // k <= 16
+  const std::uint64_t run = run_of(k);
+  const auto lowest = static_cast<unsigned>((header_slices + k - 1) / k * k);
   for (segment* seg = segments_; seg; seg = seg->next_segment)
-    for (unsigned first = k; first < slices_per_segment; first += k)
-      if ((seg->free_slices >> first & run) == run) {
-        seg->free_slices &= ~(run << first);
+    for (unsigned first = lowest; first < slices_per_segment; first += k) {
+      std::uint64_t& word = seg->free_slices[first / 64];
+      if ((word >> (first % 64) & run) == run) {
+        word &= ~(run << (first % 64));
         return format(&seg->pages[first], c);
       }
+    }
   auto* const seg = new (upstream_->allocate(segment_bytes, segment_bytes)) segment{};
-  seg->free_slices = ~std::uint64_t{1};  // slice 0 holds the segment's header
+  for (std::uint64_t& word : seg->free_slices) word = ~std::uint64_t{0};
+  for (std::size_t s = 0; s < header_slices; ++s)
+    seg->free_slices[s / 64] &= ~(std::uint64_t{1} << (s % 64));
   seg->next_segment = segments_;
   segments_ = seg;
-  seg->free_slices &= ~(run << k);
-  return format(&seg->pages[k], c);
+  seg->free_slices[lowest / 64] &= ~(run << (lowest % 64));
+  return format(&seg->pages[lowest], c);
 }
 
-sharded_pages_probe::page* sharded_pages_probe::format(page* pg, unsigned c) noexcept {
-  auto* const seg =
-      reinterpret_cast<segment*>(reinterpret_cast<std::uintptr_t>(pg) & ~(segment_bytes - 1));
+template <std::size_t S, std::size_t L>
+auto basic_sharded_pages_probe<S, L>::format(page* pg, unsigned c) noexcept -> page* {
+  segment* const seg = segment_of(pg);
   const auto first = static_cast<std::size_t>(pg - seg->pages.data());
   const unsigned k = class_slices_[c];
   std::byte* const start = reinterpret_cast<std::byte*>(seg) + first * slice_bytes;
@@ -98,7 +104,8 @@ sharded_pages_probe::page* sharded_pages_probe::format(page* pg, unsigned c) noe
   return pg;
 }
 
-void* sharded_pages_probe::allocate_slow(unsigned c) {
+template <std::size_t S, std::size_t L>
+void* basic_sharded_pages_probe<S, L>::allocate_slow(unsigned c) {
   page_queue& q = queues_[c];
   for (;;) {
     page* pg = q.head;
@@ -128,7 +135,8 @@ void* sharded_pages_probe::allocate_slow(unsigned c) {
   }
 }
 
-void sharded_pages_probe::after_free_slow(page* pg) noexcept {
+template <std::size_t S, std::size_t L>
+void basic_sharded_pages_probe<S, L>::after_free_slow(page* pg) noexcept {
   page_queue& q = queues_[pg->size_class];
   if (pg->used != 0) {
     push_back(q, pg);  // was full
@@ -138,9 +146,13 @@ void sharded_pages_probe::after_free_slow(page* pg) noexcept {
     if (q.head == pg) return;  // allocations come from it next
     remove(q, pg);
   }
-  page*& empty = empty_pages_[std::countr_zero(unsigned{pg->slices})];
-  pg->next = empty;
-  empty = pg;
+  // Its slices go back to the segment, for the next page of any size.
+  segment* const seg = segment_of(pg);
+  const auto first = static_cast<unsigned>(pg - seg->pages.data());
+  seg->free_slices[first / 64] |= run_of(pg->slices) << (first % 64);
 }
+
+template class basic_sharded_pages_probe<std::size_t{256} << 10, 16>;
+template class basic_sharded_pages_probe<std::size_t{1} << 20, 64>;
 
 }  // namespace pmrkit::bench

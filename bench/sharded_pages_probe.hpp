@@ -1,38 +1,48 @@
 // A design probe, not a strategy: the smallest pool built the way docs/size_class.md says
 // size_class's store would have to be to free as cheaply as mimalloc ("A sharded store,
 // probed"), measured beside size_class and mimalloc_plain when pmrkit_bench runs with
-// --pmrkit_probes. Pages (1-16 slices of 4 KiB, sized as size_class sizes its chunks: about 128
-// blocks, 4-64 KiB) each keep a free list threaded through their blocks, mimalloc's free-list
-// sharding; their descriptors lie side by side in the first slice of a 256 KiB segment, so a
-// free reaches its page with a mask, a shift and the class its size names, and touches only
-// the block (a line the container has usually just read) and a dense descriptor. Allocation
-// pops the current page of the class; a page's never-used blocks are threaded 4 KiB at a time.
+// --pmrkit_probes, or by pmrkit_interleaved. Pages of 4 KiB slices, sized as size_class sizes
+// its chunks (about 128 blocks, at least one slice, at most LargestPageSlices), each keep a
+// free list threaded through their blocks, mimalloc's free-list sharding; their descriptors lie
+// side by side at the start of a segment of SegmentBytes, so a free reaches its page with a
+// mask, a shift and the class its size names, and touches only the block (a line the container
+// has usually just read) and a dense descriptor. Allocation pops the current page of the class;
+// a page's never-used blocks are threaded 4 KiB at a time. A page that empties gives its slices
+// back to its segment, for a page of any size.
+//   sharded_pages_probe     256 KiB segments, pages of 1-16 slices (4-64 KiB)
+//   sharded_pages_probe_1m  1 MiB segments, pages of 1-64 slices (4-256 KiB): the classes from
+//                           512 bytes up get their 128 blocks, or 64 of 4 KiB, so that a class
+//                           with a few dozen live blocks does not cross pages on every call
 //
 // What it leaves out, and a strategy could not: threads (one thread, one resource: no owner,
-// no cross-thread frees), statistics, trim and max_retained (an empty page waits for its slice
-// count's next page until the probe is destroyed, which returns every segment to upstream).
-// Requests above 16 KiB, or aligned past 16, go straight to upstream and back. It does not own
-// upstream, which must outlive it.
+// no cross-thread frees), statistics, trim and max_retained (nothing goes back before the probe
+// is destroyed, which returns every segment to upstream). Requests above 16 KiB, or aligned
+// past 16, go straight to upstream and back. It does not own upstream, which must outlive it.
 #pragma once
 
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <memory_resource>
 
 namespace pmrkit::bench {
 
-class sharded_pages_probe final : public std::pmr::memory_resource {
+template <std::size_t SegmentBytes, std::size_t LargestPageSlices>
+class basic_sharded_pages_probe final : public std::pmr::memory_resource {
  public:
-  static constexpr std::size_t segment_bytes = std::size_t{256} << 10;
+  static constexpr std::size_t segment_bytes = SegmentBytes;
   static constexpr std::size_t slice_bytes = std::size_t{4} << 10;
-  static constexpr std::size_t slices_per_segment = segment_bytes / slice_bytes;  // 64
+  static constexpr std::size_t slices_per_segment = segment_bytes / slice_bytes;
   static constexpr std::size_t largest_pooled = std::size_t{16} << 10;
+  static constexpr std::size_t largest_page_slices = LargestPageSlices;
+  static_assert(slices_per_segment % 64 == 0 && std::has_single_bit(largest_page_slices) &&
+                largest_page_slices <= 64 && largest_page_slices < slices_per_segment);
 
-  explicit sharded_pages_probe(std::pmr::memory_resource* upstream);
-  ~sharded_pages_probe() override;
-  sharded_pages_probe(const sharded_pages_probe&) = delete;
-  sharded_pages_probe& operator=(const sharded_pages_probe&) = delete;
+  explicit basic_sharded_pages_probe(std::pmr::memory_resource* upstream);
+  ~basic_sharded_pages_probe() override;
+  basic_sharded_pages_probe(const basic_sharded_pages_probe&) = delete;
+  basic_sharded_pages_probe& operator=(const basic_sharded_pages_probe&) = delete;
 
  private:
   struct page {
@@ -41,20 +51,20 @@ class sharded_pages_probe final : public std::pmr::memory_resource {
     std::uint32_t block_size = 0;
     std::byte* unthreaded = nullptr;  // the first block never threaded onto `free`
     std::byte* end = nullptr;         // past the last block
-    page* prev = nullptr;          // in the class's queue; `next` also links empty pages
+    page* prev = nullptr;          // in the class's queue
     page* next = nullptr;
     std::uint8_t size_class = 0;
     std::uint8_t slices = 0;
     bool queued = false;           // in the class's queue: not full
   };
-  // At the start of every segment, in its first slice: a descriptor per slice, used for the
+  // At the start of every segment, in its first slices: a descriptor per slice, used for the
   // first slice of each page (a page of k slices starts at a multiple of k).
   struct segment {
     segment* next_segment = nullptr;
-    std::uint64_t free_slices = 0;  // bit i: slice i belongs to no page yet
+    std::array<std::uint64_t, slices_per_segment / 64> free_slices{};  // bit i: slice i free
     alignas(64) std::array<page, slices_per_segment> pages;
   };
-  static_assert(sizeof(segment) <= slice_bytes);
+  static constexpr std::size_t header_slices = (sizeof(segment) + slice_bytes - 1) / slice_bytes;
 
   struct page_queue {
     page* head = nullptr;  // where allocations come from
@@ -105,6 +115,13 @@ class sharded_pages_probe final : public std::pmr::memory_resource {
   void* allocate_slow(unsigned c);
   void after_free_slow(page* pg) noexcept;
   page* new_page(unsigned c);
+  // The bits of a page of k slices in its segment's free_slices word (k <= 64 never crosses one).
+  static std::uint64_t run_of(unsigned k) noexcept {
+    return k == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << k) - 1;
+  }
+  static segment* segment_of(const void* p) noexcept {
+    return reinterpret_cast<segment*>(reinterpret_cast<std::uintptr_t>(p) & ~(segment_bytes - 1));
+  }
   page* format(page* pg, unsigned c) noexcept;
   static void push_front(page_queue& q, page* pg) noexcept;
   static void push_back(page_queue& q, page* pg) noexcept;
@@ -115,8 +132,10 @@ class sharded_pages_probe final : public std::pmr::memory_resource {
   std::array<std::uint32_t, class_count> class_size_{};
   std::array<std::uint8_t, class_count> class_slices_{};
   std::array<page_queue, class_count> queues_{};
-  std::array<page*, 5> empty_pages_{};  // by slice count 1, 2, 4, 8, 16, linked through next
   segment* segments_ = nullptr;
 };
+
+using sharded_pages_probe = basic_sharded_pages_probe<std::size_t{256} << 10, 16>;
+using sharded_pages_probe_1m = basic_sharded_pages_probe<std::size_t{1} << 20, 64>;
 
 }  // namespace pmrkit::bench

@@ -1,6 +1,7 @@
-// bench/sharded_pages_probe: the design probe hands out distinct, aligned, writable blocks of
-// every pooled size, reuses what comes back, routes the rest to upstream, and returns every
-// segment when destroyed, so the figures measured with it are of a correct pool.
+// bench/sharded_pages_probe: the design probe, in both geometries, hands out distinct, aligned,
+// writable blocks of every pooled size, reuses what comes back (an emptied page's slices
+// included, for pages of another size), routes the rest to upstream, and returns every segment
+// when destroyed, so the figures measured with it are of a correct pool.
 #include "sharded_pages_probe.hpp"
 
 #include <catch2/catch.hpp>
@@ -14,6 +15,7 @@
 
 using pmrkit::counting_resource;
 using pmrkit::bench::sharded_pages_probe;
+using pmrkit::bench::sharded_pages_probe_1m;
 
 namespace {
 
@@ -38,14 +40,14 @@ bool intact(const std::vector<live_block>& live) {
 
 }  // namespace
 
-TEST_CASE("sharded_pages_probe: blocks of every pooled size are aligned and apart",
-          "[bench][probe]") {
+TEMPLATE_TEST_CASE("sharded_pages_probe: blocks of every pooled size are aligned and apart",
+                   "[bench][probe]", sharded_pages_probe, sharded_pages_probe_1m) {
   counting_resource upstream(std::pmr::new_delete_resource());
   {
-    sharded_pages_probe probe(&upstream);
+    TestType probe(&upstream);
     std::vector<live_block> live;
     unsigned char fill = 1;
-    for (std::size_t bytes = 1; bytes <= sharded_pages_probe::largest_pooled; bytes += 37) {
+    for (std::size_t bytes = 1; bytes <= TestType::largest_pooled; bytes += 37) {
       for (int copies = 0; copies < 3; ++copies) {
         auto* p = static_cast<unsigned char*>(probe.allocate(bytes, bytes >= 16 ? 16 : 8));
         REQUIRE(reinterpret_cast<std::uintptr_t>(p) % 16 == 0);
@@ -60,10 +62,10 @@ TEST_CASE("sharded_pages_probe: blocks of every pooled size are aligned and apar
   CHECK(upstream.stats().bytes_in_use == 0);
 }
 
-TEST_CASE("sharded_pages_probe: freed blocks are reused, not taken anew from upstream",
-          "[bench][probe]") {
+TEMPLATE_TEST_CASE("sharded_pages_probe: freed blocks are reused, not taken anew from upstream",
+                   "[bench][probe]", sharded_pages_probe, sharded_pages_probe_1m) {
   counting_resource upstream(std::pmr::new_delete_resource());
-  sharded_pages_probe probe(&upstream);
+  TestType probe(&upstream);
   std::vector<void*> blocks;
   for (int round = 0; round < 3; ++round) {
     for (int i = 0; i < 20'000; ++i) blocks.push_back(probe.allocate(16 + (i % 7) * 40, 8));
@@ -78,25 +80,43 @@ TEST_CASE("sharded_pages_probe: freed blocks are reused, not taken anew from ups
     probe.deallocate(blocks[i], 16 + (i % 7) * 40, 8);
 }
 
-TEST_CASE("sharded_pages_probe: large or over-aligned requests go to upstream and back",
-          "[bench][probe]") {
+TEMPLATE_TEST_CASE("sharded_pages_probe: an emptied page's slices serve a page of another size",
+                   "[bench][probe]", sharded_pages_probe, sharded_pages_probe_1m) {
   counting_resource upstream(std::pmr::new_delete_resource());
-  sharded_pages_probe probe(&upstream);
-  void* large = probe.allocate(sharded_pages_probe::largest_pooled + 1, 8);
-  CHECK(upstream.stats().bytes_in_use == sharded_pages_probe::largest_pooled + 1);
+  TestType probe(&upstream);
+  // 16-byte blocks, pages of one slice, until they fill the first segment and a second comes.
+  std::vector<void*> small;
+  while (upstream.stats().allocations < 2) small.push_back(probe.allocate(16, 8));
+  // The block that took the second segment stays; every page of the first empties.
+  small.pop_back();
+  for (void* p : small) probe.deallocate(p, 16, 8);
+  // Blocks of 1 KiB take pages of 16 or 32 slices: from the first segment's free slices.
+  const auto segments = upstream.stats().allocations;
+  std::vector<void*> large;
+  for (int i = 0; i < 128; ++i) large.push_back(probe.allocate(1024, 8));
+  CHECK(upstream.stats().allocations == segments);
+  for (void* p : large) probe.deallocate(p, 1024, 8);
+}
+
+TEMPLATE_TEST_CASE("sharded_pages_probe: large or over-aligned requests go to upstream and back",
+                   "[bench][probe]", sharded_pages_probe, sharded_pages_probe_1m) {
+  counting_resource upstream(std::pmr::new_delete_resource());
+  TestType probe(&upstream);
+  void* large = probe.allocate(TestType::largest_pooled + 1, 8);
+  CHECK(upstream.stats().bytes_in_use == TestType::largest_pooled + 1);
   void* aligned = probe.allocate(64, 64);
   CHECK(reinterpret_cast<std::uintptr_t>(aligned) % 64 == 0);
   CHECK(upstream.stats().allocations == 2);
   probe.deallocate(aligned, 64, 64);
-  probe.deallocate(large, sharded_pages_probe::largest_pooled + 1, 8);
+  probe.deallocate(large, TestType::largest_pooled + 1, 8);
   CHECK(upstream.stats().bytes_in_use == 0);
 }
 
-TEST_CASE("sharded_pages_probe: a random live set keeps its contents and returns everything",
-          "[bench][probe]") {
+TEMPLATE_TEST_CASE("sharded_pages_probe: a random live set keeps its contents and returns everything",
+                   "[bench][probe]", sharded_pages_probe, sharded_pages_probe_1m) {
   counting_resource upstream(std::pmr::new_delete_resource());
   {
-    sharded_pages_probe probe(&upstream);
+    TestType probe(&upstream);
     std::mt19937 random(12);
     std::uniform_int_distribution<std::size_t> size(1, 4096);
     std::vector<live_block> live;
