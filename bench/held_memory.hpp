@@ -43,9 +43,9 @@ enum class held_method {
 std::string_view held_method_name(held_method m) noexcept;
 
 // How a row's held memory is measured: `key` is a strategy spec, or one of the reference rows
-// "bare_list", "mimalloc_plain", "limit", or a probe ("sharded_pages_probe",
-// "sharded_pages_probe_1m"). `preloaded`: an allocator replaces malloc (LD_PRELOAD), so glibc's
-// statistics would not describe it.
+// "bare_list", "mimalloc_plain", "limit", or a probe ("sharded_pages_probe" and the other
+// geometries, "sharded_pages_probe_*"). `preloaded`: an allocator replaces malloc (LD_PRELOAD),
+// so glibc's statistics would not describe it.
 held_method held_method_for(std::string_view key, bool preloaded);
 // True if LD_PRELOAD names a library (the [preload=...] rows).
 bool malloc_is_preloaded();

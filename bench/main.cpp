@@ -3,8 +3,8 @@
 //   --pmrkit_list_strategies[=text|json]
 //                              print the registry's strategies and exit: one line each (text),
 //                              or with capabilities and options as JSON (read by bench/report)
-//   --pmrkit_probes            also run the design probes (sharded_pages_probe.hpp, both
-//                              geometries) on the container workloads and the allocator
+//   --pmrkit_probes            also run the design probes (sharded_pages_probe.hpp, every
+//                              geometry) on the container workloads and the allocator
 //                              patterns
 #include <benchmark/benchmark.h>
 

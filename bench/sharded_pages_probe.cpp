@@ -6,8 +6,9 @@
 
 namespace pmrkit::bench {
 
-template <std::size_t S, std::size_t L>
-basic_sharded_pages_probe<S, L>::basic_sharded_pages_probe(std::pmr::memory_resource* upstream)
+template <std::size_t S, std::size_t L, bool GrowingPages>
+basic_sharded_pages_probe<S, L, GrowingPages>::basic_sharded_pages_probe(
+    std::pmr::memory_resource* upstream)
     : upstream_(upstream) {
   std::size_t sizes[class_count];
   unsigned n = 0;
@@ -24,11 +25,16 @@ basic_sharded_pages_probe<S, L>::basic_sharded_pages_probe(std::pmr::memory_reso
     const std::size_t bytes = std::clamp<std::size_t>(std::bit_ceil(128 * sizes[i]), slice_bytes,
                                                       largest_page_slices * slice_bytes);
     class_slices_[i] = static_cast<std::uint8_t>(bytes / slice_bytes);
+    // Growing: the first page holds one block (one slice at least), each next one twice as many
+    // slices, up to the class's most.
+    next_slices_[i] = static_cast<std::uint8_t>(
+        std::min<std::size_t>(std::bit_ceil((sizes[i] + slice_bytes - 1) / slice_bytes),
+                              class_slices_[i]));
   }
 }
 
-template <std::size_t S, std::size_t L>
-basic_sharded_pages_probe<S, L>::~basic_sharded_pages_probe() {
+template <std::size_t S, std::size_t L, bool GrowingPages>
+basic_sharded_pages_probe<S, L, GrowingPages>::~basic_sharded_pages_probe() {
   while (segments_) {
     segment* const next = segments_->next_segment;
     segments_->~segment();
@@ -37,8 +43,8 @@ basic_sharded_pages_probe<S, L>::~basic_sharded_pages_probe() {
   }
 }
 
-template <std::size_t S, std::size_t L>
-void basic_sharded_pages_probe<S, L>::push_front(page_queue& q, page* pg) noexcept {
+template <std::size_t S, std::size_t L, bool GrowingPages>
+void basic_sharded_pages_probe<S, L, GrowingPages>::push_front(page_queue& q, page* pg) noexcept {
   pg->prev = nullptr;
   pg->next = q.head;
   (q.head ? q.head->prev : q.tail) = pg;
@@ -46,8 +52,8 @@ void basic_sharded_pages_probe<S, L>::push_front(page_queue& q, page* pg) noexce
   pg->queued = true;
 }
 
-template <std::size_t S, std::size_t L>
-void basic_sharded_pages_probe<S, L>::push_back(page_queue& q, page* pg) noexcept {
+template <std::size_t S, std::size_t L, bool GrowingPages>
+void basic_sharded_pages_probe<S, L, GrowingPages>::push_back(page_queue& q, page* pg) noexcept {
   pg->next = nullptr;
   pg->prev = q.tail;
   (q.tail ? q.tail->next : q.head) = pg;
@@ -55,44 +61,74 @@ void basic_sharded_pages_probe<S, L>::push_back(page_queue& q, page* pg) noexcep
   pg->queued = true;
 }
 
-template <std::size_t S, std::size_t L>
-void basic_sharded_pages_probe<S, L>::remove(page_queue& q, page* pg) noexcept {
+template <std::size_t S, std::size_t L, bool GrowingPages>
+void basic_sharded_pages_probe<S, L, GrowingPages>::remove(page_queue& q, page* pg) noexcept {
   (pg->prev ? pg->prev->next : q.head) = pg->next;
   (pg->next ? pg->next->prev : q.tail) = pg->prev;
   pg->prev = pg->next = nullptr;
   pg->queued = false;
 }
 
-// The lowest free run of the class's slice count in a segment (aligned to its length, above the
-// segment's header), else a new segment.
-template <std::size_t S, std::size_t L>
-auto basic_sharded_pages_probe<S, L>::new_page(unsigned c) -> page* {
-  const unsigned k = class_slices_[c];
-  const std::uint64_t run = run_of(k);
-  const auto lowest = static_cast<unsigned>((header_slices + k - 1) / k * k);
-  for (segment* seg = segments_; seg; seg = seg->next_segment)
-    for (unsigned first = lowest; first < slices_per_segment; first += k) {
-      std::uint64_t& word = seg->free_slices[first / 64];
-      if ((word >> (first % 64) & run) == run) {
-        word &= ~(run << (first % 64));
-        return format(&seg->pages[first], c);
-      }
-    }
-  auto* const seg = new (upstream_->allocate(segment_bytes, segment_bytes)) segment{};
-  for (std::uint64_t& word : seg->free_slices) word = ~std::uint64_t{0};
-  for (std::size_t s = 0; s < header_slices; ++s)
-    seg->free_slices[s / 64] &= ~(std::uint64_t{1} << (s % 64));
-  seg->next_segment = segments_;
-  segments_ = seg;
-  seg->free_slices[lowest / 64] &= ~(run << (lowest % 64));
-  return format(&seg->pages[lowest], c);
+// Whether slices first..first+k-1 (k <= 64) are all free; a run may span two words.
+template <std::size_t S, std::size_t L, bool GrowingPages>
+bool basic_sharded_pages_probe<S, L, GrowingPages>::slices_free(const segment& seg,
+                                                                unsigned first,
+                                                                unsigned k) noexcept {
+  const unsigned word = first / 64, shift = first % 64;
+  std::uint64_t bits = seg.free_slices[word] >> shift;
+  if (shift != 0 && shift + k > 64) bits |= seg.free_slices[word + 1] << (64 - shift);
+  return (bits & run_of(k)) == run_of(k);
 }
 
-template <std::size_t S, std::size_t L>
-auto basic_sharded_pages_probe<S, L>::format(page* pg, unsigned c) noexcept -> page* {
+template <std::size_t S, std::size_t L, bool GrowingPages>
+void basic_sharded_pages_probe<S, L, GrowingPages>::mark_slices(segment& seg, unsigned first,
+                                                                unsigned k, bool free) noexcept {
+  const unsigned word = first / 64, shift = first % 64;
+  const std::uint64_t run = run_of(k);
+  const std::uint64_t low = run << shift;
+  const std::uint64_t high = shift != 0 && shift + k > 64 ? run >> (64 - shift) : 0;
+  if (free) {
+    seg.free_slices[word] |= low;
+    if (high) seg.free_slices[word + 1] |= high;
+  } else {
+    seg.free_slices[word] &= ~low;
+    if (high) seg.free_slices[word + 1] &= ~high;
+  }
+}
+
+// The lowest free run of the page's slice count in a segment, above the segment's header
+// (fixed pages: aligned to their length, so that a free finds the page with a mask; growing
+// pages: anywhere, found through the slices' offsets), else a new segment.
+template <std::size_t S, std::size_t L, bool GrowingPages>
+auto basic_sharded_pages_probe<S, L, GrowingPages>::new_page(unsigned c) -> page* {
+  const unsigned k = GrowingPages ? next_slices_[c] : class_slices_[c];
+  if constexpr (GrowingPages)
+    next_slices_[c] = static_cast<std::uint8_t>(std::min<unsigned>(2 * k, class_slices_[c]));
+  const unsigned step = GrowingPages ? 1 : k;
+  const auto lowest = static_cast<unsigned>(GrowingPages ? header_slices
+                                                         : (header_slices + k - 1) / k * k);
+  for (segment* seg = segments_; seg; seg = seg->next_segment)
+    for (unsigned first = lowest; first + k <= slices_per_segment; first += step)
+      if (slices_free(*seg, first, k)) {
+        mark_slices(*seg, first, k, false);
+        return format(&seg->pages[first], c, k);
+      }
+  auto* const seg = new (upstream_->allocate(segment_bytes, segment_bytes)) segment{};
+  for (std::uint64_t& word : seg->free_slices) word = ~std::uint64_t{0};
+  for (unsigned s = 0; s < header_slices; ++s) mark_slices(*seg, s, 1, false);
+  seg->next_segment = segments_;
+  segments_ = seg;
+  mark_slices(*seg, lowest, k, false);
+  return format(&seg->pages[lowest], c, k);
+}
+
+template <std::size_t S, std::size_t L, bool GrowingPages>
+auto basic_sharded_pages_probe<S, L, GrowingPages>::format(page* pg, unsigned c,
+                                                           unsigned k) noexcept -> page* {
   segment* const seg = segment_of(pg);
   const auto first = static_cast<std::size_t>(pg - seg->pages.data());
-  const unsigned k = class_slices_[c];
+  if constexpr (GrowingPages)
+    for (unsigned i = 1; i < k; ++i) seg->pages[first + i].offset = static_cast<std::uint8_t>(i);
   std::byte* const start = reinterpret_cast<std::byte*>(seg) + first * slice_bytes;
   const std::uint32_t size = class_size_[c];
   *pg = page{};
@@ -104,8 +140,8 @@ auto basic_sharded_pages_probe<S, L>::format(page* pg, unsigned c) noexcept -> p
   return pg;
 }
 
-template <std::size_t S, std::size_t L>
-void* basic_sharded_pages_probe<S, L>::allocate_slow(unsigned c) {
+template <std::size_t S, std::size_t L, bool GrowingPages>
+void* basic_sharded_pages_probe<S, L, GrowingPages>::allocate_slow(unsigned c) {
   page_queue& q = queues_[c];
   for (;;) {
     page* pg = q.head;
@@ -135,8 +171,8 @@ void* basic_sharded_pages_probe<S, L>::allocate_slow(unsigned c) {
   }
 }
 
-template <std::size_t S, std::size_t L>
-void basic_sharded_pages_probe<S, L>::after_free_slow(page* pg) noexcept {
+template <std::size_t S, std::size_t L, bool GrowingPages>
+void basic_sharded_pages_probe<S, L, GrowingPages>::after_free_slow(page* pg) noexcept {
   page_queue& q = queues_[pg->size_class];
   if (pg->used != 0) {
     push_back(q, pg);  // was full
@@ -149,10 +185,11 @@ void basic_sharded_pages_probe<S, L>::after_free_slow(page* pg) noexcept {
   // Its slices go back to the segment, for the next page of any size.
   segment* const seg = segment_of(pg);
   const auto first = static_cast<unsigned>(pg - seg->pages.data());
-  seg->free_slices[first / 64] |= run_of(pg->slices) << (first % 64);
+  mark_slices(*seg, first, pg->slices, true);
 }
 
 template class basic_sharded_pages_probe<std::size_t{256} << 10, 16>;
 template class basic_sharded_pages_probe<std::size_t{1} << 20, 64>;
+template class basic_sharded_pages_probe<std::size_t{1} << 20, 64, true>;
 
 }  // namespace pmrkit::bench

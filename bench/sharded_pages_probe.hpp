@@ -9,10 +9,17 @@
 // has usually just read) and a dense descriptor. Allocation pops the current page of the class;
 // a page's never-used blocks are threaded 4 KiB at a time. A page that empties gives its slices
 // back to its segment, for a page of any size.
-//   sharded_pages_probe     256 KiB segments, pages of 1-16 slices (4-64 KiB)
-//   sharded_pages_probe_1m  1 MiB segments, pages of 1-64 slices (4-256 KiB): the classes from
-//                           512 bytes up get their 128 blocks, or 64 of 4 KiB, so that a class
-//                           with a few dozen live blocks does not cross pages on every call
+//   sharded_pages_probe       256 KiB segments, pages of 1-16 slices (4-64 KiB)
+//   sharded_pages_probe_1m    1 MiB segments, pages of 1-64 slices (4-256 KiB): the classes from
+//                             512 bytes up get their 128 blocks, or 64 of 4 KiB, so that a
+//                             class with a few dozen live blocks does not cross pages every
+//                             few calls
+//   sharded_pages_probe_grow  as _1m, but a class's first page holds one block (one slice at
+//                             least) and each next page twice the slices, up to the class's
+//                             most, so that a class used one block at a time (a hash table's
+//                             buckets) does not hold a page of 256 KiB for it. Pages then lie
+//                             anywhere in their segment, and a free finds its page through the
+//                             offset kept in each slice's descriptor: one more load
 //
 // What it leaves out, and a strategy could not: threads (one thread, one resource: no owner,
 // no cross-thread frees), statistics, trim and max_retained (nothing goes back before the probe
@@ -28,7 +35,7 @@
 
 namespace pmrkit::bench {
 
-template <std::size_t SegmentBytes, std::size_t LargestPageSlices>
+template <std::size_t SegmentBytes, std::size_t LargestPageSlices, bool GrowingPages = false>
 class basic_sharded_pages_probe final : public std::pmr::memory_resource {
  public:
   static constexpr std::size_t segment_bytes = SegmentBytes;
@@ -55,6 +62,9 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
     page* next = nullptr;
     std::uint8_t size_class = 0;
     std::uint8_t slices = 0;
+    // Growing pages: in the descriptor of each slice of a page, how far the page's first slice
+    // lies before it (0 in the first's own), so that a free finds the page whatever its size.
+    std::uint8_t offset = 0;
     bool queued = false;           // in the class's queue: not full
   };
   // At the start of every segment, in its first slices: a descriptor per slice, used for the
@@ -96,7 +106,11 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
       const auto address = reinterpret_cast<std::uintptr_t>(p);
       auto* const seg = reinterpret_cast<segment*>(address & ~(segment_bytes - 1));
       const std::size_t slice = (address & (segment_bytes - 1)) / slice_bytes;
-      page* const pg = &seg->pages[slice & ~std::size_t{class_slices_[c] - 1u}];
+      page* pg = nullptr;
+      if constexpr (GrowingPages)
+        pg = &seg->pages[slice] - seg->pages[slice].offset;
+      else
+        pg = &seg->pages[slice & ~std::size_t{class_slices_[c] - 1u}];
       *static_cast<void**>(p) = pg->free;
       pg->free = p;
       // A page that empties while allocations come from it stays as it is, so a class used a
@@ -115,14 +129,16 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
   void* allocate_slow(unsigned c);
   void after_free_slow(page* pg) noexcept;
   page* new_page(unsigned c);
-  // The bits of a page of k slices in its segment's free_slices word (k <= 64 never crosses one).
+  // k (<= 64) low bits set.
   static std::uint64_t run_of(unsigned k) noexcept {
     return k == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << k) - 1;
   }
+  static bool slices_free(const segment& seg, unsigned first, unsigned k) noexcept;
+  static void mark_slices(segment& seg, unsigned first, unsigned k, bool free) noexcept;
   static segment* segment_of(const void* p) noexcept {
     return reinterpret_cast<segment*>(reinterpret_cast<std::uintptr_t>(p) & ~(segment_bytes - 1));
   }
-  page* format(page* pg, unsigned c) noexcept;
+  page* format(page* pg, unsigned c, unsigned k) noexcept;  // a page of k slices
   static void push_front(page_queue& q, page* pg) noexcept;
   static void push_back(page_queue& q, page* pg) noexcept;
   static void remove(page_queue& q, page* pg) noexcept;
@@ -130,12 +146,14 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
   std::pmr::memory_resource* const upstream_;
   std::array<std::uint8_t, largest_pooled / 16 + 1> class_of_{};
   std::array<std::uint32_t, class_count> class_size_{};
-  std::array<std::uint8_t, class_count> class_slices_{};
+  std::array<std::uint8_t, class_count> class_slices_{};  // a page's slices (growing: the most)
+  std::array<std::uint8_t, class_count> next_slices_{};   // growing: the class's next page
   std::array<page_queue, class_count> queues_{};
   segment* segments_ = nullptr;
 };
 
 using sharded_pages_probe = basic_sharded_pages_probe<std::size_t{256} << 10, 16>;
 using sharded_pages_probe_1m = basic_sharded_pages_probe<std::size_t{1} << 20, 64>;
+using sharded_pages_probe_grow = basic_sharded_pages_probe<std::size_t{1} << 20, 64, true>;
 
 }  // namespace pmrkit::bench

@@ -37,6 +37,7 @@ TEST_CASE("held memory: each kind of row is measured its own way", "[bench][held
   CHECK(held_method_for("bare_list", false) == held_method::upstream);
   CHECK(held_method_for("sharded_pages_probe", false) == held_method::upstream);
   CHECK(held_method_for("sharded_pages_probe_1m", false) == held_method::upstream);
+  CHECK(held_method_for("sharded_pages_probe_grow", false) == held_method::upstream);
   CHECK(held_method_for("limit", false) == held_method::static_buffers);
   CHECK(pmrkit::bench::held_method_name(held_method::mimalloc_resident) == "mimalloc_resident");
   CHECK_THROWS_AS(held_method_for("no_such_strategy", false), std::invalid_argument);

@@ -1,4 +1,4 @@
-// bench/sharded_pages_probe: the design probe, in both geometries, hands out distinct, aligned,
+// bench/sharded_pages_probe: the design probe, in every geometry, hands out distinct, aligned,
 // writable blocks of every pooled size, reuses what comes back (an emptied page's slices
 // included, for pages of another size), routes the rest to upstream, and returns every segment
 // when destroyed, so the figures measured with it are of a correct pool.
@@ -16,6 +16,7 @@
 using pmrkit::counting_resource;
 using pmrkit::bench::sharded_pages_probe;
 using pmrkit::bench::sharded_pages_probe_1m;
+using pmrkit::bench::sharded_pages_probe_grow;
 
 namespace {
 
@@ -41,7 +42,8 @@ bool intact(const std::vector<live_block>& live) {
 }  // namespace
 
 TEMPLATE_TEST_CASE("sharded_pages_probe: blocks of every pooled size are aligned and apart",
-                   "[bench][probe]", sharded_pages_probe, sharded_pages_probe_1m) {
+                   "[bench][probe]", sharded_pages_probe, sharded_pages_probe_1m,
+                   sharded_pages_probe_grow) {
   counting_resource upstream(std::pmr::new_delete_resource());
   {
     TestType probe(&upstream);
@@ -63,7 +65,8 @@ TEMPLATE_TEST_CASE("sharded_pages_probe: blocks of every pooled size are aligned
 }
 
 TEMPLATE_TEST_CASE("sharded_pages_probe: freed blocks are reused, not taken anew from upstream",
-                   "[bench][probe]", sharded_pages_probe, sharded_pages_probe_1m) {
+                   "[bench][probe]", sharded_pages_probe, sharded_pages_probe_1m,
+                   sharded_pages_probe_grow) {
   counting_resource upstream(std::pmr::new_delete_resource());
   TestType probe(&upstream);
   std::vector<void*> blocks;
@@ -81,7 +84,8 @@ TEMPLATE_TEST_CASE("sharded_pages_probe: freed blocks are reused, not taken anew
 }
 
 TEMPLATE_TEST_CASE("sharded_pages_probe: an emptied page's slices serve a page of another size",
-                   "[bench][probe]", sharded_pages_probe, sharded_pages_probe_1m) {
+                   "[bench][probe]", sharded_pages_probe, sharded_pages_probe_1m,
+                   sharded_pages_probe_grow) {
   counting_resource upstream(std::pmr::new_delete_resource());
   TestType probe(&upstream);
   // 16-byte blocks, pages of one slice, until they fill the first segment and a second comes.
@@ -98,8 +102,46 @@ TEMPLATE_TEST_CASE("sharded_pages_probe: an emptied page's slices serve a page o
   for (void* p : large) probe.deallocate(p, 1024, 8);
 }
 
+TEMPLATE_TEST_CASE("sharded_pages_probe: pages of every size come and go without overlapping",
+                   "[bench][probe]", sharded_pages_probe, sharded_pages_probe_1m,
+                   sharded_pages_probe_grow) {
+  // Bursts of one class at a time, each freed but for a few blocks, so that pages of many sizes
+  // empty, give their slices back and are cut again from the holes the survivors leave.
+  counting_resource upstream(std::pmr::new_delete_resource());
+  {
+    TestType probe(&upstream);
+    std::mt19937 random(7);
+    std::uniform_int_distribution<std::size_t> size(1, TestType::largest_pooled);
+    std::vector<live_block> live;
+    unsigned char fill = 1;
+    for (int burst = 0; burst < 300; ++burst) {
+      const std::size_t bytes = size(random);
+      std::vector<live_block> fresh;
+      const int count = static_cast<int>(256 * 1024 / bytes) + 1;
+      for (int i = 0; i < count; ++i) {
+        auto* p = static_cast<unsigned char*>(probe.allocate(bytes, 8));
+        std::memset(p, fill, bytes);
+        fresh.push_back({p, bytes, fill});
+        fill = static_cast<unsigned char>(fill % 251 + 1);
+      }
+      for (const live_block& b : fresh) {
+        if (random() % 16 == 0) {
+          live.push_back(b);
+        } else {
+          REQUIRE(intact(b));
+          probe.deallocate(b.address, b.bytes, 8);
+        }
+      }
+    }
+    CHECK(intact(live));
+    for (const live_block& b : live) probe.deallocate(b.address, b.bytes, 8);
+  }
+  CHECK(upstream.stats().bytes_in_use == 0);
+}
+
 TEMPLATE_TEST_CASE("sharded_pages_probe: large or over-aligned requests go to upstream and back",
-                   "[bench][probe]", sharded_pages_probe, sharded_pages_probe_1m) {
+                   "[bench][probe]", sharded_pages_probe, sharded_pages_probe_1m,
+                   sharded_pages_probe_grow) {
   counting_resource upstream(std::pmr::new_delete_resource());
   TestType probe(&upstream);
   void* large = probe.allocate(TestType::largest_pooled + 1, 8);
@@ -112,8 +154,9 @@ TEMPLATE_TEST_CASE("sharded_pages_probe: large or over-aligned requests go to up
   CHECK(upstream.stats().bytes_in_use == 0);
 }
 
-TEMPLATE_TEST_CASE("sharded_pages_probe: a random live set keeps its contents and returns everything",
-                   "[bench][probe]", sharded_pages_probe, sharded_pages_probe_1m) {
+TEMPLATE_TEST_CASE("sharded_pages_probe: a random live set keeps its contents, returns everything",
+                   "[bench][probe]", sharded_pages_probe, sharded_pages_probe_1m,
+                   sharded_pages_probe_grow) {
   counting_resource upstream(std::pmr::new_delete_resource());
   {
     TestType probe(&upstream);
