@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <cstring>
+#include <memory_resource>
 #include <random>
 #include <utility>
 #include <vector>
@@ -39,6 +40,16 @@ bool intact(const std::vector<live_block>& live) {
   return true;
 }
 
+// A block of `bytes` from `r`, filled with `fill`, which moves on to the next value.
+live_block allocate_filled(std::pmr::memory_resource& r, std::size_t bytes, std::size_t alignment,
+                           unsigned char& fill) {
+  auto* const p = static_cast<unsigned char*>(r.allocate(bytes, alignment));
+  std::memset(p, fill, bytes);
+  const live_block b{p, bytes, fill};
+  fill = static_cast<unsigned char>(fill % 251 + 1);
+  return b;
+}
+
 }  // namespace
 
 TEMPLATE_TEST_CASE("sharded_pages_probe: blocks of every pooled size are aligned and apart",
@@ -51,11 +62,8 @@ TEMPLATE_TEST_CASE("sharded_pages_probe: blocks of every pooled size are aligned
     unsigned char fill = 1;
     for (std::size_t bytes = 1; bytes <= TestType::largest_pooled; bytes += 37) {
       for (int copies = 0; copies < 3; ++copies) {
-        auto* p = static_cast<unsigned char*>(probe.allocate(bytes, bytes >= 16 ? 16 : 8));
-        REQUIRE(reinterpret_cast<std::uintptr_t>(p) % 16 == 0);
-        std::memset(p, fill, bytes);
-        live.push_back({p, bytes, fill});
-        fill = static_cast<unsigned char>(fill % 251 + 1);
+        live.push_back(allocate_filled(probe, bytes, bytes >= 16 ? 16 : 8, fill));
+        REQUIRE(reinterpret_cast<std::uintptr_t>(live.back().address) % 16 == 0);
       }
     }
     CHECK(intact(live));
@@ -118,12 +126,7 @@ TEMPLATE_TEST_CASE("sharded_pages_probe: pages of every size come and go without
       const std::size_t bytes = size(random);
       std::vector<live_block> fresh;
       const int count = static_cast<int>(256 * 1024 / bytes) + 1;
-      for (int i = 0; i < count; ++i) {
-        auto* p = static_cast<unsigned char*>(probe.allocate(bytes, 8));
-        std::memset(p, fill, bytes);
-        fresh.push_back({p, bytes, fill});
-        fill = static_cast<unsigned char>(fill % 251 + 1);
-      }
+      for (int i = 0; i < count; ++i) fresh.push_back(allocate_filled(probe, bytes, 8, fill));
       for (const live_block& b : fresh) {
         if (random() % 16 == 0) {
           live.push_back(b);
@@ -166,11 +169,7 @@ TEMPLATE_TEST_CASE("sharded_pages_probe: a random live set keeps its contents, r
     unsigned char fill = 1;
     for (int step = 0; step < 200'000; ++step) {
       if (live.size() < 2'000 && (live.empty() || random() % 2 == 0)) {
-        const std::size_t bytes = size(random);
-        auto* p = static_cast<unsigned char*>(probe.allocate(bytes, 8));
-        std::memset(p, fill, bytes);
-        live.push_back({p, bytes, fill});
-        fill = static_cast<unsigned char>(fill % 251 + 1);
+        live.push_back(allocate_filled(probe, size(random), 8, fill));
       } else {
         const std::size_t victim = random() % live.size();
         std::swap(live[victim], live.back());
