@@ -104,8 +104,8 @@ options parse(int argc, char** argv) {
   return o;
 }
 
-// One subject: its resource (pooled) or its spec (fresh), and the seconds of each phase, round
-// by round.
+// One subject: the resource every op reuses (pooled), or the spec each op makes one from
+// (fresh).
 class subject {
  public:
   explicit subject(std::string name) : name_(std::move(name)) {

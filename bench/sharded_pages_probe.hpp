@@ -68,7 +68,8 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
     bool queued = false;           // in the class's queue: not full
   };
   // At the start of every segment, in its first slices: a descriptor per slice, used for the
-  // first slice of each page (a page of k slices starts at a multiple of k).
+  // first slice of each page (fixed pages: a page of k slices starts at a multiple of k; growing
+  // pages: anywhere, the descriptors of its other slices holding their offset).
   struct segment {
     segment* next_segment = nullptr;
     std::array<std::uint64_t, slices_per_segment / 64> free_slices{};  // bit i: slice i free
