@@ -268,6 +268,7 @@ std::unique_ptr<std::pmr::memory_resource> make_subject(const std::string& spec,
   if (spec == probe_names[0]) return std::make_unique<sharded_pages_probe>(upstream);
   if (spec == probe_names[1]) return std::make_unique<sharded_pages_probe_1m>(upstream);
   if (spec == probe_names[2]) return std::make_unique<sharded_pages_probe_grow>(upstream);
+  if (spec == probe_names[3]) return std::make_unique<sharded_pages_probe_owned>(upstream);
   return make_resource(spec, upstream);
 }
 

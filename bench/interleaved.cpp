@@ -5,7 +5,7 @@
 //   pmrkit_interleaved [--rounds N] [--seed S] [--warm] [--workload NAME]... [SUBJECT]...
 //
 // SUBJECT is a strategy spec ("size_class", "size_class:thread_cache=0", ...), "mimalloc_plain",
-// "bare_list" or a probe (sharded_pages_probe.hpp: "sharded_pages_probe", "..._1m", "..._grow"),
+// "bare_list" or a probe (sharded_pages_probe.hpp: "sharded_pages_probe", "..._1m", "..._grow",
 // optionally followed by "/fresh": a new resource per op over new_delete, made in build and
 // destroyed in destroy (a request arena); without it, one resource reused by every op and
 // warmed by one op (a long-lived service). The first subject is the reference; default:
@@ -196,7 +196,8 @@ int run(const options& o) {
   } catch (const std::invalid_argument& e) {
     usage_error(std::string(e.what()) +
                 "; besides the strategies: mimalloc_plain, bare_list, sharded_pages_probe, "
-                "sharded_pages_probe_1m, sharded_pages_probe_grow; any of them followed by /fresh "
+                "sharded_pages_probe_1m, sharded_pages_probe_grow, sharded_pages_probe_owned; any of "
+                "them followed by /fresh "
                 "for a new resource per op");
   }
   const std::uint64_t background = prepare_heap_state(heap_state::warm);

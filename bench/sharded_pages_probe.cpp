@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdio>
+#include <cstdlib>
 #include <new>
 
 namespace pmrkit::bench {
 
-template <std::size_t S, std::size_t L, bool GrowingPages>
-basic_sharded_pages_probe<S, L, GrowingPages>::basic_sharded_pages_probe(
+template <std::size_t S, std::size_t L, bool GrowingPages, bool O>
+basic_sharded_pages_probe<S, L, GrowingPages, O>::basic_sharded_pages_probe(
     std::pmr::memory_resource* upstream)
     : upstream_(upstream) {
   std::size_t sizes[class_count];
@@ -33,8 +35,8 @@ basic_sharded_pages_probe<S, L, GrowingPages>::basic_sharded_pages_probe(
   }
 }
 
-template <std::size_t S, std::size_t L, bool GrowingPages>
-basic_sharded_pages_probe<S, L, GrowingPages>::~basic_sharded_pages_probe() {
+template <std::size_t S, std::size_t L, bool GrowingPages, bool O>
+basic_sharded_pages_probe<S, L, GrowingPages, O>::~basic_sharded_pages_probe() {
   while (segments_) {
     segment* const next = segments_->next_segment;
     segments_->~segment();
@@ -43,8 +45,8 @@ basic_sharded_pages_probe<S, L, GrowingPages>::~basic_sharded_pages_probe() {
   }
 }
 
-template <std::size_t S, std::size_t L, bool GrowingPages>
-void basic_sharded_pages_probe<S, L, GrowingPages>::push_front(page_queue& q, page* pg) noexcept {
+template <std::size_t S, std::size_t L, bool GrowingPages, bool O>
+void basic_sharded_pages_probe<S, L, GrowingPages, O>::push_front(page_queue& q, page* pg) noexcept {
   pg->prev = nullptr;
   pg->next = q.head;
   (q.head ? q.head->prev : q.tail) = pg;
@@ -52,8 +54,8 @@ void basic_sharded_pages_probe<S, L, GrowingPages>::push_front(page_queue& q, pa
   pg->queued = true;
 }
 
-template <std::size_t S, std::size_t L, bool GrowingPages>
-void basic_sharded_pages_probe<S, L, GrowingPages>::push_back(page_queue& q, page* pg) noexcept {
+template <std::size_t S, std::size_t L, bool GrowingPages, bool O>
+void basic_sharded_pages_probe<S, L, GrowingPages, O>::push_back(page_queue& q, page* pg) noexcept {
   pg->next = nullptr;
   pg->prev = q.tail;
   (q.tail ? q.tail->next : q.head) = pg;
@@ -61,8 +63,8 @@ void basic_sharded_pages_probe<S, L, GrowingPages>::push_back(page_queue& q, pag
   pg->queued = true;
 }
 
-template <std::size_t S, std::size_t L, bool GrowingPages>
-void basic_sharded_pages_probe<S, L, GrowingPages>::remove(page_queue& q, page* pg) noexcept {
+template <std::size_t S, std::size_t L, bool GrowingPages, bool O>
+void basic_sharded_pages_probe<S, L, GrowingPages, O>::remove(page_queue& q, page* pg) noexcept {
   (pg->prev ? pg->prev->next : q.head) = pg->next;
   (pg->next ? pg->next->prev : q.tail) = pg->prev;
   pg->prev = pg->next = nullptr;
@@ -70,8 +72,8 @@ void basic_sharded_pages_probe<S, L, GrowingPages>::remove(page_queue& q, page* 
 }
 
 // Whether slices first..first+k-1 (k <= 64) are all free; a run may span two words.
-template <std::size_t S, std::size_t L, bool GrowingPages>
-bool basic_sharded_pages_probe<S, L, GrowingPages>::slices_free(const segment& seg,
+template <std::size_t S, std::size_t L, bool GrowingPages, bool O>
+bool basic_sharded_pages_probe<S, L, GrowingPages, O>::slices_free(const segment& seg,
                                                                 unsigned first,
                                                                 unsigned k) noexcept {
   const unsigned word = first / 64, shift = first % 64;
@@ -80,8 +82,8 @@ bool basic_sharded_pages_probe<S, L, GrowingPages>::slices_free(const segment& s
   return (bits & run_of(k)) == run_of(k);
 }
 
-template <std::size_t S, std::size_t L, bool GrowingPages>
-void basic_sharded_pages_probe<S, L, GrowingPages>::mark_slices(segment& seg, unsigned first,
+template <std::size_t S, std::size_t L, bool GrowingPages, bool O>
+void basic_sharded_pages_probe<S, L, GrowingPages, O>::mark_slices(segment& seg, unsigned first,
                                                                 unsigned k, bool free) noexcept {
   const unsigned word = first / 64, shift = first % 64;
   const std::uint64_t run = run_of(k);
@@ -99,8 +101,8 @@ void basic_sharded_pages_probe<S, L, GrowingPages>::mark_slices(segment& seg, un
 // The lowest free run of the page's slice count in a segment, above the segment's header
 // (fixed pages: aligned to their length, so that a free finds the page with a mask; growing
 // pages: anywhere, found through the slices' offsets), else a new segment.
-template <std::size_t S, std::size_t L, bool GrowingPages>
-auto basic_sharded_pages_probe<S, L, GrowingPages>::new_page(unsigned c) -> page* {
+template <std::size_t S, std::size_t L, bool GrowingPages, bool O>
+auto basic_sharded_pages_probe<S, L, GrowingPages, O>::new_page(unsigned c) -> page* {
   const unsigned k = GrowingPages ? next_slices_[c] : class_slices_[c];
   if constexpr (GrowingPages)
     next_slices_[c] = static_cast<std::uint8_t>(std::min<unsigned>(2 * k, class_slices_[c]));
@@ -122,8 +124,8 @@ auto basic_sharded_pages_probe<S, L, GrowingPages>::new_page(unsigned c) -> page
   return format(&seg->pages[lowest], c, k);
 }
 
-template <std::size_t S, std::size_t L, bool GrowingPages>
-auto basic_sharded_pages_probe<S, L, GrowingPages>::format(page* pg, unsigned c,
+template <std::size_t S, std::size_t L, bool GrowingPages, bool O>
+auto basic_sharded_pages_probe<S, L, GrowingPages, O>::format(page* pg, unsigned c,
                                                            unsigned k) noexcept -> page* {
   segment* const seg = segment_of(pg);
   const auto first = static_cast<std::size_t>(pg - seg->pages.data());
@@ -140,13 +142,33 @@ auto basic_sharded_pages_probe<S, L, GrowingPages>::format(page* pg, unsigned c,
   return pg;
 }
 
-template <std::size_t S, std::size_t L, bool GrowingPages>
-void* basic_sharded_pages_probe<S, L, GrowingPages>::allocate_slow(unsigned c) {
-  page_queue& q = queues_[c];
+template <std::size_t S, std::size_t L, bool GrowingPages, bool O>
+auto basic_sharded_pages_probe<S, L, GrowingPages, O>::current_heap() -> heap& {
+  if constexpr (O) {
+    heap* const h = thread_heaps_.find_or_make(this);
+    if (!h) throw std::bad_alloc();
+    return *h;
+  } else {
+    return own_heap_;
+  }
+}
+
+template <std::size_t S, std::size_t L, bool GrowingPages, bool O>
+void basic_sharded_pages_probe<S, L, GrowingPages, O>::free_from_other_thread() noexcept {
+  std::fputs("pmrkit: sharded_pages_probe_owned: a block freed on a thread other than its "
+             "page's: the probe has no path for it\n", stderr);
+  std::abort();
+}
+
+template <std::size_t S, std::size_t L, bool GrowingPages, bool O>
+void* basic_sharded_pages_probe<S, L, GrowingPages, O>::allocate_slow(unsigned c) {
+  heap& h = current_heap();
+  page_queue& q = h.queues[c];
   for (;;) {
     page* pg = q.head;
     if (!pg) {
       pg = new_page(c);
+      pg->owner = &h;
       push_front(q, pg);
     }
     if (!pg->free && pg->unthreaded < pg->end) {
@@ -171,9 +193,9 @@ void* basic_sharded_pages_probe<S, L, GrowingPages>::allocate_slow(unsigned c) {
   }
 }
 
-template <std::size_t S, std::size_t L, bool GrowingPages>
-void basic_sharded_pages_probe<S, L, GrowingPages>::after_free_slow(page* pg) noexcept {
-  page_queue& q = queues_[pg->size_class];
+template <std::size_t S, std::size_t L, bool GrowingPages, bool O>
+void basic_sharded_pages_probe<S, L, GrowingPages, O>::after_free_slow(page* pg) noexcept {
+  page_queue& q = pg->owner->queues[pg->size_class];
   if (pg->used != 0) {
     push_back(q, pg);  // was full
     return;
@@ -191,5 +213,6 @@ void basic_sharded_pages_probe<S, L, GrowingPages>::after_free_slow(page* pg) no
 template class basic_sharded_pages_probe<std::size_t{256} << 10, 16>;
 template class basic_sharded_pages_probe<std::size_t{1} << 20, 64>;
 template class basic_sharded_pages_probe<std::size_t{1} << 20, 64, true>;
+template class basic_sharded_pages_probe<std::size_t{1} << 20, 64, false, true>;
 
 }  // namespace pmrkit::bench

@@ -20,11 +20,17 @@
 //                             buckets) does not hold a page of 256 KiB for it. Pages then lie
 //                             anywhere in their segment, and a free finds its page through the
 //                             offset kept in each slice's descriptor: one more load
+//   sharded_pages_probe_owned as _1m, but each thread has page queues of its own (a heap), found
+//                             as size_class finds a thread's cache (thread_cache_directory.hpp:
+//                             the thread's last cache, each use bracketed for trim()), and a
+//                             free pushes onto its page only if the calling thread's heap owns
+//                             it: the price of owner threads on the fast paths, measured
 //
-// What it leaves out, and a strategy could not: threads (one thread, one resource: no owner,
-// no cross-thread frees), statistics, trim and max_retained (nothing goes back before the probe
-// is destroyed, which returns every segment to upstream). Requests above 16 KiB, or aligned
-// past 16, go straight to upstream and back. It does not own upstream, which must outlive it.
+// What it leaves out, and a strategy could not: frees from other threads (the owned geometry
+// checks for them and aborts; the others assume one thread), statistics, trim and max_retained
+// (nothing goes back before the probe is destroyed, which returns every segment to upstream; a
+// thread's exit leaves its pages where they are). Requests above 16 KiB, or aligned past 16, go
+// straight to upstream and back. It does not own upstream, which must outlive it.
 #pragma once
 
 #include <array>
@@ -32,10 +38,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory_resource>
+#include <type_traits>
+
+#include "thread_cache_directory.hpp"
 
 namespace pmrkit::bench {
 
-template <std::size_t SegmentBytes, std::size_t LargestPageSlices, bool GrowingPages = false>
+template <std::size_t SegmentBytes, std::size_t LargestPageSlices, bool GrowingPages = false,
+          bool OwnedPages = false>
 class basic_sharded_pages_probe final : public std::pmr::memory_resource {
  public:
   static constexpr std::size_t segment_bytes = SegmentBytes;
@@ -52,8 +62,11 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
   basic_sharded_pages_probe& operator=(const basic_sharded_pages_probe&) = delete;
 
  private:
+  struct heap;
+  // 64 bytes: with the array aligned, one cache line per page, never two.
   struct page {
     void* free = nullptr;          // blocks freed or threaded, linked through their first word
+    heap* owner = nullptr;         // whose queues it is in (owned pages: a thread's)
     std::uint32_t used = 0;        // blocks out
     std::uint32_t block_size = 0;
     std::byte* unthreaded = nullptr;  // the first block never threaded onto `free`
@@ -67,6 +80,7 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
     std::uint8_t offset = 0;
     bool queued = false;           // in the class's queue: not full
   };
+  static_assert(sizeof(page) == 64);
   // At the start of every segment, in its first slices: a descriptor per slice, used for the
   // first slice of each page (fixed pages: a page of k slices starts at a multiple of k; growing
   // pages: anywhere, the descriptors of its other slices holding their offset).
@@ -84,10 +98,40 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
 
   static constexpr std::size_t class_count = 36;  // 16-128 by 16, then 4 a doubling to 16 KiB
 
+  // The page queues, one per class: the probe's own, or (owned pages) one per thread, found
+  // through the engine's thread-cache directory (thread_cache_directory.hpp) as size_class's
+  // caches are.
+  struct heap {
+    std::array<page_queue, class_count> queues{};
+  };
+  using thread_heaps = detail::thread_caches<basic_sharded_pages_probe, heap>;
+  friend thread_heaps;
+  // A thread's exit: its pages stay where they are (the probe is single-threaded; they go back
+  // to upstream with their segments when it is destroyed).
+  void absorb_exiting_cache(heap&) noexcept {}
+
   void* do_allocate(std::size_t bytes, std::size_t alignment) override {
     if (bytes <= largest_pooled && alignment <= 16) [[likely]] {
       const unsigned c = class_of_[(bytes + 15) / 16];
-      if (page* const pg = queues_[c].head) [[likely]] {
+      if constexpr (OwnedPages) {
+        // size_class's fast path: the thread's last cache, a use bracketed for trim().
+        if (detail::cache_link* const link = detail::this_thread_caches.last) [[likely]] {
+          detail::begin_fast_use();
+          if (link->owner.load(std::memory_order_relaxed) == this) [[likely]] {
+            if (page* const pg = thread_heaps::cache_of(link).queues[c].head) [[likely]] {
+              if (void* const block = pg->free) [[likely]] {
+                pg->free = *static_cast<void**>(block);
+                ++pg->used;
+                detail::end_fast_use();
+                return block;
+              }
+            }
+          }
+          detail::end_fast_use();
+        }
+        return allocate_slow(c);
+      }
+      if (page* const pg = own_heap_.queues[c].head) [[likely]] {
         if (void* const block = pg->free) [[likely]] {
           pg->free = *static_cast<void**>(block);
           ++pg->used;
@@ -112,11 +156,31 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
         pg = &seg->pages[slice] - seg->pages[slice].offset;
       else
         pg = &seg->pages[slice & ~std::size_t{class_slices_[c] - 1u}];
+      if constexpr (OwnedPages) {
+        // A free on the page's own thread; from another, a mimalloc-like engine would push the
+        // block onto the page's atomic list, which the probe leaves out.
+        detail::cache_link* const link = detail::this_thread_caches.last;
+        if (link == nullptr) [[unlikely]]
+          return free_from_other_thread();
+        detail::begin_fast_use();
+        if (link->owner.load(std::memory_order_relaxed) != this ||
+            pg->owner != &thread_heaps::cache_of(link)) [[unlikely]] {
+          detail::end_fast_use();
+          return free_from_other_thread();
+        }
+        *static_cast<void**>(p) = pg->free;
+        pg->free = p;
+        const bool slow = (--pg->used == 0 && pg->owner->queues[c].head != pg) || !pg->queued;
+        detail::end_fast_use();
+        if (slow) [[unlikely]]
+          return after_free_slow(pg);
+        return;
+      }
       *static_cast<void**>(p) = pg->free;
       pg->free = p;
       // A page that empties while allocations come from it stays as it is, so a class used a
       // block at a time takes no slow path; a full page rejoins its queue.
-      if ((--pg->used == 0 && queues_[c].head != pg) || !pg->queued) [[unlikely]]
+      if ((--pg->used == 0 && own_heap_.queues[c].head != pg) || !pg->queued) [[unlikely]]
         return after_free_slow(pg);
       return;
     }
@@ -128,6 +192,9 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
   }
 
   void* allocate_slow(unsigned c);
+  // The calling thread's queues (owned pages: made on its first call).
+  heap& current_heap();
+  [[noreturn]] static void free_from_other_thread() noexcept;
   void after_free_slow(page* pg) noexcept;
   page* new_page(unsigned c);
   // k (<= 64) low bits set.
@@ -149,12 +216,16 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
   std::array<std::uint32_t, class_count> class_size_{};
   std::array<std::uint8_t, class_count> class_slices_{};  // a page's slices (growing: the most)
   std::array<std::uint8_t, class_count> next_slices_{};   // growing: the class's next page
-  std::array<page_queue, class_count> queues_{};
+  heap own_heap_;  // unowned pages
   segment* segments_ = nullptr;
+  // Declared last: destroyed first, its threads' heaps detached before the segments go.
+  struct no_heaps {};
+  [[no_unique_address]] std::conditional_t<OwnedPages, thread_heaps, no_heaps> thread_heaps_{};
 };
 
 using sharded_pages_probe = basic_sharded_pages_probe<std::size_t{256} << 10, 16>;
 using sharded_pages_probe_1m = basic_sharded_pages_probe<std::size_t{1} << 20, 64>;
 using sharded_pages_probe_grow = basic_sharded_pages_probe<std::size_t{1} << 20, 64, true>;
+using sharded_pages_probe_owned = basic_sharded_pages_probe<std::size_t{1} << 20, 64, false, true>;
 
 }  // namespace pmrkit::bench

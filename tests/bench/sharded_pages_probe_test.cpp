@@ -5,10 +5,12 @@
 #include "sharded_pages_probe.hpp"
 
 #include <catch2/catch.hpp>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory_resource>
 #include <random>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -18,6 +20,7 @@ using pmrkit::counting_resource;
 using pmrkit::bench::sharded_pages_probe;
 using pmrkit::bench::sharded_pages_probe_1m;
 using pmrkit::bench::sharded_pages_probe_grow;
+using pmrkit::bench::sharded_pages_probe_owned;
 
 namespace {
 
@@ -54,7 +57,7 @@ live_block allocate_filled(std::pmr::memory_resource& r, std::size_t bytes, std:
 
 TEMPLATE_TEST_CASE("sharded_pages_probe: blocks of every pooled size are aligned and apart",
                    "[bench][probe]", sharded_pages_probe, sharded_pages_probe_1m,
-                   sharded_pages_probe_grow) {
+                   sharded_pages_probe_grow, sharded_pages_probe_owned) {
   counting_resource upstream(std::pmr::new_delete_resource());
   {
     TestType probe(&upstream);
@@ -74,7 +77,7 @@ TEMPLATE_TEST_CASE("sharded_pages_probe: blocks of every pooled size are aligned
 
 TEMPLATE_TEST_CASE("sharded_pages_probe: freed blocks are reused, not taken anew from upstream",
                    "[bench][probe]", sharded_pages_probe, sharded_pages_probe_1m,
-                   sharded_pages_probe_grow) {
+                   sharded_pages_probe_grow, sharded_pages_probe_owned) {
   counting_resource upstream(std::pmr::new_delete_resource());
   TestType probe(&upstream);
   std::vector<void*> blocks;
@@ -93,7 +96,7 @@ TEMPLATE_TEST_CASE("sharded_pages_probe: freed blocks are reused, not taken anew
 
 TEMPLATE_TEST_CASE("sharded_pages_probe: an emptied page's slices serve a page of another size",
                    "[bench][probe]", sharded_pages_probe, sharded_pages_probe_1m,
-                   sharded_pages_probe_grow) {
+                   sharded_pages_probe_grow, sharded_pages_probe_owned) {
   counting_resource upstream(std::pmr::new_delete_resource());
   TestType probe(&upstream);
   // 16-byte blocks, pages of one slice, until they fill the first segment and a second comes.
@@ -112,7 +115,7 @@ TEMPLATE_TEST_CASE("sharded_pages_probe: an emptied page's slices serve a page o
 
 TEMPLATE_TEST_CASE("sharded_pages_probe: pages of every size come and go without overlapping",
                    "[bench][probe]", sharded_pages_probe, sharded_pages_probe_1m,
-                   sharded_pages_probe_grow) {
+                   sharded_pages_probe_grow, sharded_pages_probe_owned) {
   // Bursts of one class at a time, each freed but for a few blocks, so that pages of many sizes
   // empty, give their slices back and are cut again from the holes the survivors leave.
   counting_resource upstream(std::pmr::new_delete_resource());
@@ -144,7 +147,7 @@ TEMPLATE_TEST_CASE("sharded_pages_probe: pages of every size come and go without
 
 TEMPLATE_TEST_CASE("sharded_pages_probe: large or over-aligned requests go to upstream and back",
                    "[bench][probe]", sharded_pages_probe, sharded_pages_probe_1m,
-                   sharded_pages_probe_grow) {
+                   sharded_pages_probe_grow, sharded_pages_probe_owned) {
   counting_resource upstream(std::pmr::new_delete_resource());
   TestType probe(&upstream);
   void* large = probe.allocate(TestType::largest_pooled + 1, 8);
@@ -159,7 +162,7 @@ TEMPLATE_TEST_CASE("sharded_pages_probe: large or over-aligned requests go to up
 
 TEMPLATE_TEST_CASE("sharded_pages_probe: a random live set keeps its contents, returns everything",
                    "[bench][probe]", sharded_pages_probe, sharded_pages_probe_1m,
-                   sharded_pages_probe_grow) {
+                   sharded_pages_probe_grow, sharded_pages_probe_owned) {
   counting_resource upstream(std::pmr::new_delete_resource());
   {
     TestType probe(&upstream);
@@ -183,4 +186,27 @@ TEMPLATE_TEST_CASE("sharded_pages_probe: a random live set keeps its contents, r
     // Left live on purpose: destruction returns every segment whatever is still allocated.
   }
   CHECK(upstream.stats().bytes_in_use == 0);
+}
+
+TEST_CASE("sharded_pages_probe_owned: each thread allocates from pages of its own",
+          "[bench][probe]") {
+  counting_resource upstream(std::pmr::new_delete_resource());
+  sharded_pages_probe_owned probe(&upstream);
+  // The unowned geometries would hand the second thread the block right after the first (one
+  // page per class); owned pages give it a page of its own, past the first thread's.
+  constexpr std::size_t bytes = 64;
+  constexpr std::size_t page_bytes = 128 * bytes;
+  void* const first = probe.allocate(bytes, 8);
+  void* const second = probe.allocate(bytes, 8);
+  CHECK(static_cast<std::byte*>(second) - static_cast<std::byte*>(first) == bytes);
+  std::uintptr_t other = 0;
+  std::thread([&] {
+    void* const block = probe.allocate(bytes, 8);
+    other = reinterpret_cast<std::uintptr_t>(block);
+    probe.deallocate(block, bytes, 8);  // on its own thread: the probe has no cross-thread path
+  }).join();
+  const auto mine = reinterpret_cast<std::uintptr_t>(first);
+  CHECK((other >= mine + page_bytes || other + page_bytes <= mine));
+  probe.deallocate(second, bytes, 8);
+  probe.deallocate(first, bytes, 8);
 }
