@@ -21,10 +21,11 @@
 //                             anywhere in their segment, and a free finds its page through the
 //                             offset kept in each slice's descriptor: one more load
 //   sharded_pages_probe_owned as _1m, but each thread has page queues of its own (a heap), found
-//                             as size_class finds a thread's cache (thread_cache_directory.hpp:
-//                             the thread's last cache, each use bracketed for trim()), and a
-//                             free pushes onto its page only if the calling thread's heap owns
-//                             it: the price of owner threads on the fast paths, measured
+//                             by allocation as size_class finds a thread's cache
+//                             (thread_cache_directory.hpp: the thread's last cache, each use
+//                             bracketed for trim()), and a free pushes onto its page only if
+//                             the page's heap was made on the calling thread: the price of
+//                             owner threads on the fast paths, measured
 //
 // What it leaves out, and a strategy could not: frees from other threads (the owned geometry
 // checks for them and aborts; the others assume one thread), statistics, trim and max_retained
@@ -103,6 +104,9 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
   // caches are.
   struct heap {
     std::array<page_queue, class_count> queues{};
+    // The thread the heap was made on (owned pages): the address of its directory, unique
+    // among live threads.
+    const void* thread = &detail::this_thread_caches;
   };
   using thread_heaps = detail::thread_caches<basic_sharded_pages_probe, heap>;
   friend thread_heaps;
@@ -157,22 +161,16 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
       else
         pg = &seg->pages[slice & ~std::size_t{class_slices_[c] - 1u}];
       if constexpr (OwnedPages) {
-        // A free on the page's own thread; from another, a mimalloc-like engine would push the
-        // block onto the page's atomic list, which the probe leaves out.
-        detail::cache_link* const link = detail::this_thread_caches.last;
-        if (link == nullptr) [[unlikely]]
+        // A free on the thread whose heap owns the page: the thread's identity against the
+        // heap's, no lookup of the thread's cache and no bracket (docs/size_class.md, "Owner
+        // threads, priced": why an engine's trim() could do without one). From another thread
+        // a mimalloc-like engine would push the block onto the page's atomic list, which the
+        // probe leaves out.
+        if (pg->owner->thread != &detail::this_thread_caches) [[unlikely]]
           return free_from_other_thread();
-        detail::begin_fast_use();
-        if (link->owner.load(std::memory_order_relaxed) != this ||
-            pg->owner != &thread_heaps::cache_of(link)) [[unlikely]] {
-          detail::end_fast_use();
-          return free_from_other_thread();
-        }
         *static_cast<void**>(p) = pg->free;
         pg->free = p;
-        const bool slow = (--pg->used == 0 && pg->owner->queues[c].head != pg) || !pg->queued;
-        detail::end_fast_use();
-        if (slow) [[unlikely]]
+        if ((--pg->used == 0 && pg->owner->queues[c].head != pg) || !pg->queued) [[unlikely]]
           return after_free_slow(pg);
         return;
       }

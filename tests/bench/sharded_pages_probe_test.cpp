@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "child_process.hpp"
 #include "pmrkit/counting_resource.hpp"
 
 using pmrkit::counting_resource;
@@ -209,4 +210,16 @@ TEST_CASE("sharded_pages_probe_owned: each thread allocates from pages of its ow
   CHECK((other >= mine + page_bytes || other + page_bytes <= mine));
   probe.deallocate(second, bytes, 8);
   probe.deallocate(first, bytes, 8);
+}
+
+TEST_CASE("sharded_pages_probe_owned: a free on a thread other than its page's aborts, naming it",
+          "[bench][probe]") {
+  const pmrkit::test::child_outcome outcome = pmrkit::test::run_in_child([] {
+    sharded_pages_probe_owned probe(std::pmr::new_delete_resource());
+    void* block = nullptr;
+    std::thread([&] { block = probe.allocate(64, 8); }).join();
+    probe.deallocate(block, 64, 8);
+  });
+  CHECK(outcome.aborted);
+  CHECK_THAT(outcome.stderr_text, Catch::Contains("freed on a thread other than its page's"));
 }
