@@ -9,7 +9,8 @@
 //                     random size in 8..4096 in its place
 //   AllocMixedShared  AllocMixed on one resource shared by 1 or 2 threads; every 16th block is
 //                     swapped through a shared mailbox, so the other thread frees it
-//                     (cross-thread frees); threads:2 only for thread-safe strategies
+//                     (cross-thread frees); threads:2 only for thread-safe strategies (and
+//                     the probe that takes frees from other threads)
 //   AllocScatter      20,000 blocks of 16..128 bytes allocated one after another, then freed
 //                     in a random order, as a node container is destroyed in hash order; one
 //                     op = the whole set (items = blocks). Frees far from where they were
@@ -217,7 +218,7 @@ void register_alloc_patterns() {
   for (const std::string& spec : subjects) {
     const bool is_reference = std::find(reference_rows.begin(), reference_rows.end(), spec) !=
                               reference_rows.end();
-    const bool probe = is_probe(spec);  // reuses memory, one thread only
+    const bool probe = is_probe(spec);  // reuses memory
     const bool reuses = is_reference || probe || reuses_memory(spec);
     benchmark::RegisterBenchmark(("AllocPairs/" + spec).c_str(), alloc_pairs, spec);
     benchmark::RegisterBenchmark(("AllocBatch/" + spec).c_str(), alloc_batch, spec);
@@ -228,7 +229,8 @@ void register_alloc_patterns() {
     auto* shared = benchmark::RegisterBenchmark(("AllocMixedShared/" + spec).c_str(),
                                                 alloc_mixed_shared, spec);
     shared->UseRealTime()->Threads(1);
-    if (is_reference || (!probe && is_thread_safe(spec))) shared->Threads(2);
+    if (is_reference || (probe ? is_thread_safe_probe(spec) : is_thread_safe(spec)))
+      shared->Threads(2);
   }
 }
 

@@ -353,6 +353,8 @@ bool is_probe(std::string_view key) {
   return std::find(probe_names.begin(), probe_names.end(), key) != probe_names.end();
 }
 
+bool is_thread_safe_probe(std::string_view key) { return key == probe_names[3]; }
+
 bool is_thread_safe(const std::string& spec) { return describe_strategy(spec).thread_safe; }
 
 bool reuses_memory(const std::string& spec) { return describe_strategy(spec).reuses_memory; }

@@ -164,6 +164,9 @@ inline const std::vector<std::string> probe_names = {
     "sharded_pages_probe", "sharded_pages_probe_1m", "sharded_pages_probe_grow",
     "sharded_pages_probe_owned"};
 bool is_probe(std::string_view key);
+// The probe that takes frees from other threads (sharded_pages_probe_owned); the others are for
+// one thread at a time.
+bool is_thread_safe_probe(std::string_view key);
 const std::vector<std::string>& probe_rows();
 
 // Runs `body` as a timed pass, then (on the row's first thread) as a counting pass, and reports

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <bit>
-#include <cstdio>
-#include <cstdlib>
+#include <memory>
+#include <mutex>
 #include <new>
 
 namespace pmrkit::bench {
@@ -103,6 +103,7 @@ void basic_sharded_pages_probe<S, L, GrowingPages, O>::mark_slices(segment& seg,
 // pages: anywhere, found through the slices' offsets), else a new segment.
 template <std::size_t S, std::size_t L, bool GrowingPages, bool O>
 auto basic_sharded_pages_probe<S, L, GrowingPages, O>::new_page(unsigned c) -> page* {
+  const std::lock_guard lock(segments_mutex_);
   const unsigned k = GrowingPages ? next_slices_[c] : class_slices_[c];
   if constexpr (GrowingPages)
     next_slices_[c] = static_cast<std::uint8_t>(std::min<unsigned>(2 * k, class_slices_[c]));
@@ -133,12 +134,13 @@ auto basic_sharded_pages_probe<S, L, GrowingPages, O>::format(page* pg, unsigned
     for (unsigned i = 1; i < k; ++i) seg->pages[first + i].offset = static_cast<std::uint8_t>(i);
   std::byte* const start = reinterpret_cast<std::byte*>(seg) + first * slice_bytes;
   const std::uint32_t size = class_size_[c];
-  *pg = page{};
+  std::destroy_at(pg);
+  std::construct_at(pg);
   pg->block_size = size;
   pg->size_class = static_cast<std::uint8_t>(c);
   pg->slices = static_cast<std::uint8_t>(k);
   pg->unthreaded = start;
-  pg->end = start + (k * slice_bytes / size) * size;
+  pg->never_used = static_cast<std::uint32_t>(k * slice_bytes / size);
   return pg;
 }
 
@@ -154,15 +156,58 @@ auto basic_sharded_pages_probe<S, L, GrowingPages, O>::current_heap() -> heap& {
 }
 
 template <std::size_t S, std::size_t L, bool GrowingPages, bool O>
-void basic_sharded_pages_probe<S, L, GrowingPages, O>::free_from_other_thread() noexcept {
-  std::fputs("pmrkit: sharded_pages_probe_owned: a block freed on a thread other than its "
-             "page's: the probe has no path for it\n", stderr);
-  std::abort();
+void basic_sharded_pages_probe<S, L, GrowingPages, O>::free_from_other_thread(page* pg,
+                                                                              void* p) noexcept {
+  std::uintptr_t seen = pg->thread_free.load(std::memory_order_relaxed);
+  do {
+    *static_cast<void**>(p) = reinterpret_cast<void*>(seen & ~full_mark);
+  } while (!pg->thread_free.compare_exchange_weak(seen, reinterpret_cast<std::uintptr_t>(p),
+                                                  std::memory_order_acq_rel,
+                                                  std::memory_order_relaxed));
+  if (!(seen & full_mark)) return;
+  // This free took the mark: the page, out of its queue, is this thread's to link (acquire
+  // above: after the owner's last write to its links).
+  heap* const owner = pg->owner;
+  page* head = owner->returned.load(std::memory_order_relaxed);
+  do {
+    pg->next = head;
+  } while (!owner->returned.compare_exchange_weak(head, pg, std::memory_order_release,
+                                                  std::memory_order_relaxed));
+}
+
+template <std::size_t S, std::size_t L, bool GrowingPages, bool O>
+void basic_sharded_pages_probe<S, L, GrowingPages, O>::collect(page* pg) noexcept {
+  if (pg->thread_free.load(std::memory_order_relaxed) == 0) return;
+  // No full_mark here: a page carries it only while full and out of every list.
+  void* const first =
+      reinterpret_cast<void*>(pg->thread_free.exchange(0, std::memory_order_acquire));
+  void* last = first;
+  std::uint32_t count = 1;
+  for (void* next; (next = *static_cast<void**>(last)) != nullptr; last = next) ++count;
+  *static_cast<void**>(last) = pg->free;
+  pg->free = first;
+  pg->used -= count;
+}
+
+template <std::size_t S, std::size_t L, bool GrowingPages, bool O>
+void basic_sharded_pages_probe<S, L, GrowingPages, O>::take_returned(heap& h) noexcept {
+  page* pg = h.returned.exchange(nullptr, std::memory_order_acquire);
+  while (pg) {
+    page* const next = pg->next;
+    collect(pg);
+    if (pg->used != 0)
+      push_back(h.queues[pg->size_class], pg);
+    else
+      release_page(pg);
+    pg = next;
+  }
 }
 
 template <std::size_t S, std::size_t L, bool GrowingPages, bool O>
 void* basic_sharded_pages_probe<S, L, GrowingPages, O>::allocate_slow(unsigned c) {
   heap& h = current_heap();
+  if constexpr (O)
+    if (h.returned.load(std::memory_order_relaxed)) take_returned(h);
   page_queue& q = h.queues[c];
   for (;;) {
     page* pg = q.head;
@@ -171,18 +216,21 @@ void* basic_sharded_pages_probe<S, L, GrowingPages, O>::allocate_slow(unsigned c
       pg->owner = &h;
       push_front(q, pg);
     }
-    if (!pg->free && pg->unthreaded < pg->end) {
+    // Blocks other threads freed first, then never-used ones.
+    if constexpr (O)
+      if (!pg->free) collect(pg);
+    if (!pg->free && pg->never_used != 0) {
       // Thread the next 4 KiB of never-used blocks, lowest address first, as mimalloc extends
       // a page: a fresh page is touched as it fills, not all at once.
       const std::uint32_t size = pg->block_size;
-      const auto left = static_cast<std::size_t>(pg->end - pg->unthreaded) / size;
-      const std::size_t count = std::min<std::size_t>(left, std::max<std::size_t>(1, 4096 / size));
+      const std::uint32_t count = std::min(pg->never_used, std::max<std::uint32_t>(1, 4096 / size));
       std::byte* block = pg->unthreaded;
       for (std::size_t i = 1; i < count; ++i, block += size)
         *reinterpret_cast<void**>(block) = block + size;
       *reinterpret_cast<void**>(block) = nullptr;
       pg->free = pg->unthreaded;
       pg->unthreaded = block + size;
+      pg->never_used -= count;
     }
     if (void* const block = pg->free) {
       pg->free = *static_cast<void**>(block);
@@ -190,12 +238,28 @@ void* basic_sharded_pages_probe<S, L, GrowingPages, O>::allocate_slow(unsigned c
       return block;
     }
     remove(q, pg);  // full: rejoins the queue when a block comes back
+    if constexpr (O) {
+      // Marked only once out of the queue: the free that takes the mark links the page into
+      // the heap's returned list. A block freed meanwhile on another thread fails the mark.
+      std::uintptr_t none = 0;
+      if (!pg->thread_free.compare_exchange_strong(none, full_mark, std::memory_order_acq_rel,
+                                                   std::memory_order_relaxed))
+        push_front(q, pg);
+    }
   }
 }
 
 template <std::size_t S, std::size_t L, bool GrowingPages, bool O>
 void basic_sharded_pages_probe<S, L, GrowingPages, O>::after_free_slow(page* pg) noexcept {
   page_queue& q = pg->owner->queues[pg->size_class];
+  if constexpr (O) {
+    // Full: taking its mark back takes the page back, unless another thread's free took it
+    // first and linked the page into the returned list.
+    std::uintptr_t marked = full_mark;
+    if (!pg->queued && !pg->thread_free.compare_exchange_strong(
+                           marked, 0, std::memory_order_acq_rel, std::memory_order_relaxed))
+      return;
+  }
   if (pg->used != 0) {
     push_back(q, pg);  // was full
     return;
@@ -204,7 +268,13 @@ void basic_sharded_pages_probe<S, L, GrowingPages, O>::after_free_slow(page* pg)
     if (q.head == pg) return;  // allocations come from it next
     remove(q, pg);
   }
-  // Its slices go back to the segment, for the next page of any size.
+  release_page(pg);
+}
+
+// Its slices go back to the segment, for the next page of any size.
+template <std::size_t S, std::size_t L, bool GrowingPages, bool O>
+void basic_sharded_pages_probe<S, L, GrowingPages, O>::release_page(page* pg) noexcept {
+  const std::lock_guard lock(segments_mutex_);
   segment* const seg = segment_of(pg);
   const auto first = static_cast<unsigned>(pg - seg->pages.data());
   mark_slices(*seg, first, pg->slices, true);

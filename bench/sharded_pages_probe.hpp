@@ -24,21 +24,27 @@
 //                             by allocation as size_class finds a thread's cache
 //                             (thread_cache_directory.hpp: the thread's last cache, each use
 //                             bracketed for trim()), and a free pushes onto its page only if
-//                             the page's heap was made on the calling thread: the price of
-//                             owner threads on the fast paths, measured
+//                             the page's heap was made on the calling thread; a free on another
+//                             thread pushes onto the page's atomic list, which the owner
+//                             collects when the page runs dry, and a full page's first such
+//                             free hands the page back to its owner (mimalloc's delayed free,
+//                             simplified): the price of owner threads, measured
+// The other geometries are for one thread at a time.
 //
-// What it leaves out, and a strategy could not: frees from other threads (the owned geometry
-// checks for them and aborts; the others assume one thread), statistics, trim and max_retained
-// (nothing goes back before the probe is destroyed, which returns every segment to upstream; a
-// thread's exit leaves its pages where they are). Requests above 16 KiB, or aligned past 16, go
-// straight to upstream and back. It does not own upstream, which must outlive it.
+// What it leaves out, and a strategy could not: statistics, trim and max_retained (nothing goes
+// back before the probe is destroyed, which returns every segment to upstream), and a thread's
+// exit (its pages stay where they are; blocks freed into them later are not reused). Requests
+// above 16 KiB, or aligned past 16, go straight to upstream and back. It does not own upstream,
+// which must outlive it.
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <memory_resource>
+#include <mutex>
 #include <type_traits>
 
 #include "thread_cache_directory.hpp"
@@ -68,12 +74,16 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
   struct page {
     void* free = nullptr;          // blocks freed or threaded, linked through their first word
     heap* owner = nullptr;         // whose queues it is in (owned pages: a thread's)
-    std::uint32_t used = 0;        // blocks out
-    std::uint32_t block_size = 0;
+    // Owned pages: blocks freed on other threads, linked through their first word, for the
+    // owner to collect; full_mark while the page is full, out of its queue, and its owner wants
+    // to hear of the first block that comes back.
+    std::atomic<std::uintptr_t> thread_free{0};
     std::byte* unthreaded = nullptr;  // the first block never threaded onto `free`
-    std::byte* end = nullptr;         // past the last block
-    page* prev = nullptr;          // in the class's queue
+    page* prev = nullptr;          // in the class's queue (or the heap's returned list: next)
     page* next = nullptr;
+    std::uint32_t used = 0;        // blocks out, those on thread_free included
+    std::uint32_t block_size = 0;
+    std::uint32_t never_used = 0;  // blocks from `unthreaded` on
     std::uint8_t size_class = 0;
     std::uint8_t slices = 0;
     // Growing pages: in the descriptor of each slice of a page, how far the page's first slice
@@ -81,6 +91,7 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
     std::uint8_t offset = 0;
     bool queued = false;           // in the class's queue: not full
   };
+  static constexpr std::uintptr_t full_mark = 1;
   static_assert(sizeof(page) == 64);
   // At the start of every segment, in its first slices: a descriptor per slice, used for the
   // first slice of each page (fixed pages: a page of k slices starts at a multiple of k; growing
@@ -107,11 +118,16 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
     // The thread the heap was made on (owned pages): the address of its directory, unique
     // among live threads.
     const void* thread = &detail::this_thread_caches;
+    // Full pages to which another thread freed a block, linked through next: the first such
+    // free takes the page's full_mark and links it here, once; the owner puts them back in their
+    // queues at its next slow path.
+    std::atomic<page*> returned{nullptr};
   };
   using thread_heaps = detail::thread_caches<basic_sharded_pages_probe, heap>;
   friend thread_heaps;
-  // A thread's exit: its pages stay where they are (the probe is single-threaded; they go back
-  // to upstream with their segments when it is destroyed).
+  // A thread's exit: its pages stay where they are, blocks freed into them later go unused, and
+  // everything goes back to upstream with the segments when the probe is destroyed. (An engine
+  // would hand them to the pages no thread owns, as mimalloc abandons a thread's pages.)
   void absorb_exiting_cache(heap&) noexcept {}
 
   void* do_allocate(std::size_t bytes, std::size_t alignment) override {
@@ -164,10 +180,9 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
         // A free on the thread whose heap owns the page: the thread's identity against the
         // heap's, no lookup of the thread's cache and no bracket (docs/size_class.md, "Owner
         // threads, priced": why an engine's trim() could do without one). From another thread
-        // a mimalloc-like engine would push the block onto the page's atomic list, which the
-        // probe leaves out.
+        // the block goes onto the page's atomic list.
         if (pg->owner->thread != &detail::this_thread_caches) [[unlikely]]
-          return free_from_other_thread();
+          return free_from_other_thread(pg, p);
         *static_cast<void**>(p) = pg->free;
         pg->free = p;
         if ((--pg->used == 0 && pg->owner->queues[c].head != pg) || !pg->queued) [[unlikely]]
@@ -192,8 +207,17 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
   void* allocate_slow(unsigned c);
   // The calling thread's queues (owned pages: made on its first call).
   heap& current_heap();
-  [[noreturn]] static void free_from_other_thread() noexcept;
+  // Owned pages: pushes p onto pg's thread_free; if that takes the page's full_mark, links the
+  // page into its heap's returned list.
+  static void free_from_other_thread(page* pg, void* p) noexcept;
+  // Owned pages, on the owner's thread: moves the blocks on thread_free onto free.
+  static void collect(page* pg) noexcept;
+  // Owned pages: the heap's returned pages back into their queues (or to their segments, if
+  // every block came back).
+  void take_returned(heap& h) noexcept;
   void after_free_slow(page* pg) noexcept;
+  // Gives an empty page's slices back to its segment.
+  void release_page(page* pg) noexcept;
   page* new_page(unsigned c);
   // k (<= 64) low bits set.
   static std::uint64_t run_of(unsigned k) noexcept {
@@ -215,8 +239,15 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
   std::array<std::uint8_t, class_count> class_slices_{};  // a page's slices (growing: the most)
   std::array<std::uint8_t, class_count> next_slices_{};   // growing: the class's next page
   heap own_heap_;  // unowned pages
-  segment* segments_ = nullptr;
-  // Declared last: destroyed first, its threads' heaps detached before the segments go.
+  struct no_lock {
+    void lock() noexcept {}
+    void unlock() noexcept {}
+  };
+  // Owned pages: the segments and their slices are shared by the threads' heaps.
+  [[no_unique_address]] std::conditional_t<OwnedPages, std::mutex, no_lock> segments_mutex_;
+  segment* segments_ = nullptr;  // guarded by segments_mutex_
+  // Detaches every thread's heap when destroyed (after the destructor has returned the segments:
+  // a heap holds only links into them).
   struct no_heaps {};
   [[no_unique_address]] std::conditional_t<OwnedPages, thread_heaps, no_heaps> thread_heaps_{};
 };
