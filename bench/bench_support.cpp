@@ -269,6 +269,7 @@ std::unique_ptr<std::pmr::memory_resource> make_subject(const std::string& spec,
   if (spec == probe_names[1]) return std::make_unique<sharded_pages_probe_1m>(upstream);
   if (spec == probe_names[2]) return std::make_unique<sharded_pages_probe_grow>(upstream);
   if (spec == probe_names[3]) return std::make_unique<sharded_pages_probe_owned>(upstream);
+  if (spec == probe_names[4]) return std::make_unique<sharded_pages_probe_chunks>(upstream);
   return make_resource(spec, upstream);
 }
 

@@ -157,12 +157,12 @@ class strategy_under_test {
 inline const std::vector<std::string> reference_rows = {"bare_list", "mimalloc_plain"};
 
 // The design probes (sharded_pages_probe.hpp), which strategy_under_test also builds, in its
-// four geometries. Their rows (the container workloads and the allocator patterns) are
+// five geometries. Their rows (the container workloads and the allocator patterns) are
 // registered only when pmrkit_bench runs with --pmrkit_probes: probe_rows() is then
 // probe_names, else empty.
 inline const std::vector<std::string> probe_names = {
     "sharded_pages_probe", "sharded_pages_probe_1m", "sharded_pages_probe_grow",
-    "sharded_pages_probe_owned"};
+    "sharded_pages_probe_owned", "sharded_pages_probe_chunks"};
 bool is_probe(std::string_view key);
 // The probe that takes frees from other threads (sharded_pages_probe_owned); the others are for
 // one thread at a time.

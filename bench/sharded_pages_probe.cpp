@@ -8,8 +8,8 @@
 
 namespace pmrkit::bench {
 
-template <std::size_t S, std::size_t L, bool GrowingPages, bool O>
-basic_sharded_pages_probe<S, L, GrowingPages, O>::basic_sharded_pages_probe(
+template <std::size_t S, std::size_t L, bool GrowingPages, bool O, bool C>
+basic_sharded_pages_probe<S, L, GrowingPages, O, C>::basic_sharded_pages_probe(
     std::pmr::memory_resource* upstream)
     : upstream_(upstream) {
   std::size_t sizes[class_count];
@@ -29,14 +29,27 @@ basic_sharded_pages_probe<S, L, GrowingPages, O>::basic_sharded_pages_probe(
     class_slices_[i] = static_cast<std::uint8_t>(bytes / slice_bytes);
     // Growing: the first page holds one block (one slice at least), each next one twice as many
     // slices, up to the class's most.
-    next_slices_[i] = static_cast<std::uint8_t>(
-        std::min<std::size_t>(std::bit_ceil((sizes[i] + slice_bytes - 1) / slice_bytes),
-                              class_slices_[i]));
+    next_slices_[i] = static_cast<std::uint8_t>(std::min<std::size_t>(
+        std::bit_ceil((sizes[i] + slice_bytes - 1) / slice_bytes), class_slices_[i]));
   }
 }
 
-template <std::size_t S, std::size_t L, bool GrowingPages, bool O>
-basic_sharded_pages_probe<S, L, GrowingPages, O>::~basic_sharded_pages_probe() {
+template <std::size_t S, std::size_t L, bool GrowingPages, bool O, bool C>
+basic_sharded_pages_probe<S, L, GrowingPages, O, C>::~basic_sharded_pages_probe() {
+  if constexpr (C) {
+    for (chunk* list : empty_chunks_)
+      while (list) {
+        chunk* const next = list->next_chunk;
+        upstream_->deallocate(list, list->pg.slices * slice_bytes, list->pg.slices * slice_bytes);
+        list = next;
+      }
+    while (chunks_) {
+      chunk* const next = chunks_->next_chunk;
+      upstream_->deallocate(chunks_, chunks_->pg.slices * slice_bytes,
+                            chunks_->pg.slices * slice_bytes);
+      chunks_ = next;
+    }
+  }
   while (segments_) {
     segment* const next = segments_->next_segment;
     segments_->~segment();
@@ -45,8 +58,9 @@ basic_sharded_pages_probe<S, L, GrowingPages, O>::~basic_sharded_pages_probe() {
   }
 }
 
-template <std::size_t S, std::size_t L, bool GrowingPages, bool O>
-void basic_sharded_pages_probe<S, L, GrowingPages, O>::push_front(page_queue& q, page* pg) noexcept {
+template <std::size_t S, std::size_t L, bool GrowingPages, bool O, bool C>
+void basic_sharded_pages_probe<S, L, GrowingPages, O, C>::push_front(page_queue& q,
+                                                                     page* pg) noexcept {
   pg->prev = nullptr;
   pg->next = q.head;
   (q.head ? q.head->prev : q.tail) = pg;
@@ -54,8 +68,9 @@ void basic_sharded_pages_probe<S, L, GrowingPages, O>::push_front(page_queue& q,
   pg->queued = true;
 }
 
-template <std::size_t S, std::size_t L, bool GrowingPages, bool O>
-void basic_sharded_pages_probe<S, L, GrowingPages, O>::push_back(page_queue& q, page* pg) noexcept {
+template <std::size_t S, std::size_t L, bool GrowingPages, bool O, bool C>
+void basic_sharded_pages_probe<S, L, GrowingPages, O, C>::push_back(page_queue& q,
+                                                                    page* pg) noexcept {
   pg->next = nullptr;
   pg->prev = q.tail;
   (q.tail ? q.tail->next : q.head) = pg;
@@ -63,8 +78,8 @@ void basic_sharded_pages_probe<S, L, GrowingPages, O>::push_back(page_queue& q, 
   pg->queued = true;
 }
 
-template <std::size_t S, std::size_t L, bool GrowingPages, bool O>
-void basic_sharded_pages_probe<S, L, GrowingPages, O>::remove(page_queue& q, page* pg) noexcept {
+template <std::size_t S, std::size_t L, bool GrowingPages, bool O, bool C>
+void basic_sharded_pages_probe<S, L, GrowingPages, O, C>::remove(page_queue& q, page* pg) noexcept {
   (pg->prev ? pg->prev->next : q.head) = pg->next;
   (pg->next ? pg->next->prev : q.tail) = pg->prev;
   pg->prev = pg->next = nullptr;
@@ -72,19 +87,20 @@ void basic_sharded_pages_probe<S, L, GrowingPages, O>::remove(page_queue& q, pag
 }
 
 // Whether slices first..first+k-1 (k <= 64) are all free; a run may span two words.
-template <std::size_t S, std::size_t L, bool GrowingPages, bool O>
-bool basic_sharded_pages_probe<S, L, GrowingPages, O>::slices_free(const segment& seg,
-                                                                unsigned first,
-                                                                unsigned k) noexcept {
+template <std::size_t S, std::size_t L, bool GrowingPages, bool O, bool C>
+bool basic_sharded_pages_probe<S, L, GrowingPages, O, C>::slices_free(const segment& seg,
+                                                                      unsigned first,
+                                                                      unsigned k) noexcept {
   const unsigned word = first / 64, shift = first % 64;
   std::uint64_t bits = seg.free_slices[word] >> shift;
   if (shift != 0 && shift + k > 64) bits |= seg.free_slices[word + 1] << (64 - shift);
   return (bits & run_of(k)) == run_of(k);
 }
 
-template <std::size_t S, std::size_t L, bool GrowingPages, bool O>
-void basic_sharded_pages_probe<S, L, GrowingPages, O>::mark_slices(segment& seg, unsigned first,
-                                                                unsigned k, bool free) noexcept {
+template <std::size_t S, std::size_t L, bool GrowingPages, bool O, bool C>
+void basic_sharded_pages_probe<S, L, GrowingPages, O, C>::mark_slices(segment& seg, unsigned first,
+                                                                      unsigned k,
+                                                                      bool free) noexcept {
   const unsigned word = first / 64, shift = first % 64;
   const std::uint64_t run = run_of(k);
   const std::uint64_t low = run << shift;
@@ -101,15 +117,70 @@ void basic_sharded_pages_probe<S, L, GrowingPages, O>::mark_slices(segment& seg,
 // The lowest free run of the page's slice count in a segment, above the segment's header
 // (fixed pages: aligned to their length, so that a free finds the page with a mask; growing
 // pages: anywhere, found through the slices' offsets), else a new segment.
-template <std::size_t S, std::size_t L, bool GrowingPages, bool O>
-auto basic_sharded_pages_probe<S, L, GrowingPages, O>::new_page(unsigned c) -> page* {
+template <std::size_t S, std::size_t L, bool GrowingPages, bool O, bool C>
+auto basic_sharded_pages_probe<S, L, GrowingPages, O, C>::new_page(unsigned c) -> page* {
   const std::lock_guard lock(segments_mutex_);
+  if constexpr (C) {
+    const unsigned k = class_slices_[c];
+    const std::size_t bytes = k * slice_bytes;
+    const auto take_kept = [&]() -> chunk* {
+      chunk* const kept = empty_chunks_[k];
+      if (kept) {
+        empty_chunks_[k] = kept->next_chunk;
+        empty_bytes_ -= bytes;
+      }
+      return kept;
+    };
+    chunk* ch = take_kept();
+    if (!ch && held_ + bytes > peak_held_) {
+      // Before the most ever held rises (size_class's make_room_for): current pages of other
+      // classes that emptied go first, then kept empty chunks of other sizes.
+      for (std::uint64_t heads = empty_heads_ & ~(std::uint64_t{1} << c); heads;
+           heads &= heads - 1) {
+        page_queue& eq = own_heap_.queues[std::countr_zero(heads)];
+        page* const e = eq.head;
+        if (e && e->used == 0) {
+          remove(eq, e);
+          keep_or_free(reinterpret_cast<chunk*>(e));
+        }
+      }
+      empty_heads_ &= std::uint64_t{1} << c;
+      ch = take_kept();
+      for (unsigned size = largest_page_slices; !ch && size > 0 && held_ + bytes > peak_held_;
+           --size)
+        while (empty_chunks_[size] && held_ + bytes > peak_held_) {
+          chunk* const e = empty_chunks_[size];
+          empty_chunks_[size] = e->next_chunk;
+          empty_bytes_ -= size * slice_bytes;
+          held_ -= size * slice_bytes;
+          upstream_->deallocate(e, size * slice_bytes, size * slice_bytes);
+        }
+    }
+    if (!ch) {
+      ch = static_cast<chunk*>(upstream_->allocate(bytes, bytes));
+      held_ += bytes;
+      peak_held_ = std::max(peak_held_, held_);
+    }
+    ch = new (ch) chunk{};
+    ch->next_chunk = chunks_;
+    if (chunks_) chunks_->prev_chunk = ch;
+    chunks_ = ch;
+    page* const pg = &ch->pg;
+    const std::uint32_t size = class_size_[c];
+    const std::size_t offset = (sizeof(chunk) + size - 1) / size * size;
+    pg->block_size = size;
+    pg->size_class = static_cast<std::uint8_t>(c);
+    pg->slices = static_cast<std::uint8_t>(k);
+    pg->unthreaded = reinterpret_cast<std::byte*>(ch) + offset;
+    pg->never_used = static_cast<std::uint32_t>((bytes - offset) / size);
+    return pg;
+  }
   const unsigned k = GrowingPages ? next_slices_[c] : class_slices_[c];
   if constexpr (GrowingPages)
     next_slices_[c] = static_cast<std::uint8_t>(std::min<unsigned>(2 * k, class_slices_[c]));
   const unsigned step = GrowingPages ? 1 : k;
-  const auto lowest = static_cast<unsigned>(GrowingPages ? header_slices
-                                                         : (header_slices + k - 1) / k * k);
+  const auto lowest =
+      static_cast<unsigned>(GrowingPages ? header_slices : (header_slices + k - 1) / k * k);
   for (segment* seg = segments_; seg; seg = seg->next_segment)
     for (unsigned first = lowest; first + k <= slices_per_segment; first += step)
       if (slices_free(*seg, first, k)) {
@@ -125,9 +196,9 @@ auto basic_sharded_pages_probe<S, L, GrowingPages, O>::new_page(unsigned c) -> p
   return format(&seg->pages[lowest], c, k);
 }
 
-template <std::size_t S, std::size_t L, bool GrowingPages, bool O>
-auto basic_sharded_pages_probe<S, L, GrowingPages, O>::format(page* pg, unsigned c,
-                                                           unsigned k) noexcept -> page* {
+template <std::size_t S, std::size_t L, bool GrowingPages, bool O, bool C>
+auto basic_sharded_pages_probe<S, L, GrowingPages, O, C>::format(page* pg, unsigned c,
+                                                                 unsigned k) noexcept -> page* {
   segment* const seg = segment_of(pg);
   const auto first = static_cast<std::size_t>(pg - seg->pages.data());
   if constexpr (GrowingPages)
@@ -144,8 +215,8 @@ auto basic_sharded_pages_probe<S, L, GrowingPages, O>::format(page* pg, unsigned
   return pg;
 }
 
-template <std::size_t S, std::size_t L, bool GrowingPages, bool O>
-auto basic_sharded_pages_probe<S, L, GrowingPages, O>::current_heap() -> heap& {
+template <std::size_t S, std::size_t L, bool GrowingPages, bool O, bool C>
+auto basic_sharded_pages_probe<S, L, GrowingPages, O, C>::current_heap() -> heap& {
   if constexpr (O) {
     heap* const h = thread_heaps_.find_or_make(this);
     if (!h) throw std::bad_alloc();
@@ -155,9 +226,9 @@ auto basic_sharded_pages_probe<S, L, GrowingPages, O>::current_heap() -> heap& {
   }
 }
 
-template <std::size_t S, std::size_t L, bool GrowingPages, bool O>
-void basic_sharded_pages_probe<S, L, GrowingPages, O>::free_from_other_thread(page* pg,
-                                                                              void* p) noexcept {
+template <std::size_t S, std::size_t L, bool GrowingPages, bool O, bool C>
+void basic_sharded_pages_probe<S, L, GrowingPages, O, C>::free_from_other_thread(page* pg,
+                                                                                 void* p) noexcept {
   std::uintptr_t seen = pg->thread_free.load(std::memory_order_relaxed);
   do {
     *static_cast<void**>(p) = reinterpret_cast<void*>(seen & ~full_mark);
@@ -175,8 +246,8 @@ void basic_sharded_pages_probe<S, L, GrowingPages, O>::free_from_other_thread(pa
                                                   std::memory_order_relaxed));
 }
 
-template <std::size_t S, std::size_t L, bool GrowingPages, bool O>
-void basic_sharded_pages_probe<S, L, GrowingPages, O>::collect(page* pg) noexcept {
+template <std::size_t S, std::size_t L, bool GrowingPages, bool O, bool C>
+void basic_sharded_pages_probe<S, L, GrowingPages, O, C>::collect(page* pg) noexcept {
   if (pg->thread_free.load(std::memory_order_relaxed) == 0) return;
   // No full_mark here: a page carries it only while full and out of every list.
   void* const first =
@@ -189,8 +260,8 @@ void basic_sharded_pages_probe<S, L, GrowingPages, O>::collect(page* pg) noexcep
   pg->used -= count;
 }
 
-template <std::size_t S, std::size_t L, bool GrowingPages, bool O>
-void basic_sharded_pages_probe<S, L, GrowingPages, O>::take_returned(heap& h) noexcept {
+template <std::size_t S, std::size_t L, bool GrowingPages, bool O, bool C>
+void basic_sharded_pages_probe<S, L, GrowingPages, O, C>::take_returned(heap& h) noexcept {
   page* pg = h.returned.exchange(nullptr, std::memory_order_acquire);
   while (pg) {
     page* const next = pg->next;
@@ -203,8 +274,8 @@ void basic_sharded_pages_probe<S, L, GrowingPages, O>::take_returned(heap& h) no
   }
 }
 
-template <std::size_t S, std::size_t L, bool GrowingPages, bool O>
-void* basic_sharded_pages_probe<S, L, GrowingPages, O>::allocate_slow(unsigned c) {
+template <std::size_t S, std::size_t L, bool GrowingPages, bool O, bool C>
+void* basic_sharded_pages_probe<S, L, GrowingPages, O, C>::allocate_slow(unsigned c) {
   heap& h = current_heap();
   if constexpr (O)
     if (h.returned.load(std::memory_order_relaxed)) take_returned(h);
@@ -249,8 +320,8 @@ void* basic_sharded_pages_probe<S, L, GrowingPages, O>::allocate_slow(unsigned c
   }
 }
 
-template <std::size_t S, std::size_t L, bool GrowingPages, bool O>
-void basic_sharded_pages_probe<S, L, GrowingPages, O>::after_free_slow(page* pg) noexcept {
+template <std::size_t S, std::size_t L, bool GrowingPages, bool O, bool C>
+void basic_sharded_pages_probe<S, L, GrowingPages, O, C>::after_free_slow(page* pg) noexcept {
   page_queue& q = pg->owner->queues[pg->size_class];
   if constexpr (O) {
     // Full: taking its mark back takes the page back, unless another thread's free took it
@@ -265,16 +336,39 @@ void basic_sharded_pages_probe<S, L, GrowingPages, O>::after_free_slow(page* pg)
     return;
   }
   if (pg->queued) {
-    if (q.head == pg) return;  // allocations come from it next
+    if (q.head == pg) {  // allocations come from it next
+      if constexpr (C) empty_heads_ |= std::uint64_t{1} << pg->size_class;
+      return;
+    }
     remove(q, pg);
   }
   release_page(pg);
 }
 
+template <std::size_t S, std::size_t L, bool GrowingPages, bool O, bool C>
+void basic_sharded_pages_probe<S, L, GrowingPages, O, C>::keep_or_free(chunk* ch) noexcept {
+  (ch->prev_chunk ? ch->prev_chunk->next_chunk : chunks_) = ch->next_chunk;
+  if (ch->next_chunk) ch->next_chunk->prev_chunk = ch->prev_chunk;
+  const unsigned k = ch->pg.slices;
+  const std::size_t bytes = k * slice_bytes;
+  if (empty_bytes_ + bytes <= max_kept_bytes) {
+    ch->next_chunk = empty_chunks_[k];
+    empty_chunks_[k] = ch;
+    empty_bytes_ += bytes;
+  } else {
+    held_ -= bytes;
+    upstream_->deallocate(ch, bytes, bytes);
+  }
+}
+
 // Its slices go back to the segment, for the next page of any size.
-template <std::size_t S, std::size_t L, bool GrowingPages, bool O>
-void basic_sharded_pages_probe<S, L, GrowingPages, O>::release_page(page* pg) noexcept {
+template <std::size_t S, std::size_t L, bool GrowingPages, bool O, bool C>
+void basic_sharded_pages_probe<S, L, GrowingPages, O, C>::release_page(page* pg) noexcept {
   const std::lock_guard lock(segments_mutex_);
+  if constexpr (C) {
+    keep_or_free(reinterpret_cast<chunk*>(pg));
+    return;
+  }
   segment* const seg = segment_of(pg);
   const auto first = static_cast<unsigned>(pg - seg->pages.data());
   mark_slices(*seg, first, pg->slices, true);
@@ -284,5 +378,6 @@ template class basic_sharded_pages_probe<std::size_t{256} << 10, 16>;
 template class basic_sharded_pages_probe<std::size_t{1} << 20, 64>;
 template class basic_sharded_pages_probe<std::size_t{1} << 20, 64, true>;
 template class basic_sharded_pages_probe<std::size_t{1} << 20, 64, false, true>;
+template class basic_sharded_pages_probe<std::size_t{256} << 10, 16, false, false, true>;
 
 }  // namespace pmrkit::bench

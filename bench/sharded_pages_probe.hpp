@@ -29,6 +29,14 @@
 //                             collects when the page runs dry, and a full page's first such
 //                             free hands the page back to its owner (mimalloc's delayed free,
 //                             simplified): the price of owner threads, measured
+//   sharded_pages_probe_chunks no segments: each page is a chunk of its own from upstream,
+//                             aligned to its size (the page sizes of the first geometry, as
+//                             size_class sizes its chunks), its descriptor at its start, found
+//                             on free with a mask the class names. A class's current page that
+//                             empties is kept for the class until a page of any class would
+//                             raise the most the probe has held; then it goes, and kept empty
+//                             chunks after it (size_class's make_room_for), so that memory held
+//                             follows what is live, without segment slack
 // The other geometries are for one thread at a time.
 //
 // What it leaves out, and a strategy could not: statistics, trim and max_retained (nothing goes
@@ -52,8 +60,10 @@
 namespace pmrkit::bench {
 
 template <std::size_t SegmentBytes, std::size_t LargestPageSlices, bool GrowingPages = false,
-          bool OwnedPages = false>
+          bool OwnedPages = false, bool ChunkPages = false>
 class basic_sharded_pages_probe final : public std::pmr::memory_resource {
+  static_assert(!(OwnedPages && ChunkPages), "owned pages are measured in segments only");
+
  public:
   static constexpr std::size_t segment_bytes = SegmentBytes;
   static constexpr std::size_t slice_bytes = std::size_t{4} << 10;
@@ -67,6 +77,7 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
   ~basic_sharded_pages_probe() override;
   basic_sharded_pages_probe(const basic_sharded_pages_probe&) = delete;
   basic_sharded_pages_probe& operator=(const basic_sharded_pages_probe&) = delete;
+
 
  private:
   struct heap;
@@ -109,6 +120,7 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
   };
 
   static constexpr std::size_t class_count = 36;  // 16-128 by 16, then 4 a doubling to 16 KiB
+  static_assert(class_count <= 64);  // a bit each in empty_heads_
 
   // The page queues, one per class: the probe's own, or (owned pages) one per thread, found
   // through the engine's thread-cache directory (thread_cache_directory.hpp) as size_class's
@@ -172,7 +184,10 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
       auto* const seg = reinterpret_cast<segment*>(address & ~(segment_bytes - 1));
       const std::size_t slice = (address & (segment_bytes - 1)) / slice_bytes;
       page* pg = nullptr;
-      if constexpr (GrowingPages)
+      if constexpr (ChunkPages)
+        pg = reinterpret_cast<page*>(address &
+                                     ~(std::uintptr_t{class_slices_[c]} * slice_bytes - 1));
+      else if constexpr (GrowingPages)
         pg = &seg->pages[slice] - seg->pages[slice].offset;
       else
         pg = &seg->pages[slice & ~std::size_t{class_slices_[c] - 1u}];
@@ -193,6 +208,12 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
       pg->free = p;
       // A page that empties while allocations come from it stays as it is, so a class used a
       // block at a time takes no slow path; a full page rejoins its queue.
+      if constexpr (ChunkPages) {
+        // A current page that empties is noted, so that it can go before memory held rises.
+        if (--pg->used == 0 || !pg->queued) [[unlikely]]
+          return after_free_slow(pg);
+        return;
+      }
       if ((--pg->used == 0 && own_heap_.queues[c].head != pg) || !pg->queued) [[unlikely]]
         return after_free_slow(pg);
       return;
@@ -246,6 +267,23 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
   // Owned pages: the segments and their slices are shared by the threads' heaps.
   [[no_unique_address]] std::conditional_t<OwnedPages, std::mutex, no_lock> segments_mutex_;
   segment* segments_ = nullptr;  // guarded by segments_mutex_
+
+  // Chunk pages: a page's chunk starts with its descriptor and the links of every chunk held.
+  struct chunk {
+    page pg;
+    chunk* prev_chunk = nullptr;
+    chunk* next_chunk = nullptr;
+  };
+  // Takes an emptied chunk out of chunks_ and keeps it for a page of its size, within
+  // max_kept_bytes, or returns it to upstream.
+  void keep_or_free(chunk* ch) noexcept;
+  static constexpr std::size_t max_kept_bytes = std::size_t{4} << 20;  // size_class's default
+  chunk* chunks_ = nullptr;  // with a page in them
+  std::array<chunk*, largest_page_slices + 1> empty_chunks_{};  // kept, by slices
+  std::size_t empty_bytes_ = 0;
+  std::uint64_t empty_heads_ = 0;  // bit c: class c's current page emptied since last looked
+  std::size_t held_ = 0;           // bytes from upstream in chunks
+  std::size_t peak_held_ = 0;
   // Detaches every thread's heap when destroyed (after the destructor has returned the segments:
   // a heap holds only links into them).
   struct no_heaps {};
@@ -256,5 +294,7 @@ using sharded_pages_probe = basic_sharded_pages_probe<std::size_t{256} << 10, 16
 using sharded_pages_probe_1m = basic_sharded_pages_probe<std::size_t{1} << 20, 64>;
 using sharded_pages_probe_grow = basic_sharded_pages_probe<std::size_t{1} << 20, 64, true>;
 using sharded_pages_probe_owned = basic_sharded_pages_probe<std::size_t{1} << 20, 64, false, true>;
+using sharded_pages_probe_chunks =
+    basic_sharded_pages_probe<std::size_t{256} << 10, 16, false, false, true>;
 
 }  // namespace pmrkit::bench

@@ -23,6 +23,7 @@ using pmrkit::counting_resource;
 using pmrkit::bench::sharded_pages_probe;
 using pmrkit::bench::sharded_pages_probe_1m;
 using pmrkit::bench::sharded_pages_probe_grow;
+using pmrkit::bench::sharded_pages_probe_chunks;
 using pmrkit::bench::sharded_pages_probe_owned;
 
 namespace {
@@ -60,7 +61,8 @@ live_block allocate_filled(std::pmr::memory_resource& r, std::size_t bytes, std:
 
 TEMPLATE_TEST_CASE("sharded_pages_probe: blocks of every pooled size are aligned and apart",
                    "[bench][probe]", sharded_pages_probe, sharded_pages_probe_1m,
-                   sharded_pages_probe_grow, sharded_pages_probe_owned) {
+                   sharded_pages_probe_grow, sharded_pages_probe_owned,
+                   sharded_pages_probe_chunks) {
   counting_resource upstream(std::pmr::new_delete_resource());
   {
     TestType probe(&upstream);
@@ -80,7 +82,8 @@ TEMPLATE_TEST_CASE("sharded_pages_probe: blocks of every pooled size are aligned
 
 TEMPLATE_TEST_CASE("sharded_pages_probe: freed blocks are reused, not taken anew from upstream",
                    "[bench][probe]", sharded_pages_probe, sharded_pages_probe_1m,
-                   sharded_pages_probe_grow, sharded_pages_probe_owned) {
+                   sharded_pages_probe_grow, sharded_pages_probe_owned,
+                   sharded_pages_probe_chunks) {
   counting_resource upstream(std::pmr::new_delete_resource());
   TestType probe(&upstream);
   std::vector<void*> blocks;
@@ -118,7 +121,8 @@ TEMPLATE_TEST_CASE("sharded_pages_probe: an emptied page's slices serve a page o
 
 TEMPLATE_TEST_CASE("sharded_pages_probe: pages of every size come and go without overlapping",
                    "[bench][probe]", sharded_pages_probe, sharded_pages_probe_1m,
-                   sharded_pages_probe_grow, sharded_pages_probe_owned) {
+                   sharded_pages_probe_grow, sharded_pages_probe_owned,
+                   sharded_pages_probe_chunks) {
   // Bursts of one class at a time, each freed but for a few blocks, so that pages of many sizes
   // empty, give their slices back and are cut again from the holes the survivors leave.
   counting_resource upstream(std::pmr::new_delete_resource());
@@ -150,7 +154,8 @@ TEMPLATE_TEST_CASE("sharded_pages_probe: pages of every size come and go without
 
 TEMPLATE_TEST_CASE("sharded_pages_probe: large or over-aligned requests go to upstream and back",
                    "[bench][probe]", sharded_pages_probe, sharded_pages_probe_1m,
-                   sharded_pages_probe_grow, sharded_pages_probe_owned) {
+                   sharded_pages_probe_grow, sharded_pages_probe_owned,
+                   sharded_pages_probe_chunks) {
   counting_resource upstream(std::pmr::new_delete_resource());
   TestType probe(&upstream);
   void* large = probe.allocate(TestType::largest_pooled + 1, 8);
@@ -165,7 +170,8 @@ TEMPLATE_TEST_CASE("sharded_pages_probe: large or over-aligned requests go to up
 
 TEMPLATE_TEST_CASE("sharded_pages_probe: a random live set keeps its contents, returns everything",
                    "[bench][probe]", sharded_pages_probe, sharded_pages_probe_1m,
-                   sharded_pages_probe_grow, sharded_pages_probe_owned) {
+                   sharded_pages_probe_grow, sharded_pages_probe_owned,
+                   sharded_pages_probe_chunks) {
   counting_resource upstream(std::pmr::new_delete_resource());
   {
     TestType probe(&upstream);
@@ -293,4 +299,19 @@ TEST_CASE("sharded_pages_probe_owned: two threads freeing each other's blocks ke
     }
   // A few segments per thread at most: the live set never exceeds 512 blocks of 4 KiB.
   CHECK(upstream.stats().peak_bytes_in_use <= 8 * sharded_pages_probe_owned::segment_bytes);
+}
+
+TEST_CASE("sharded_pages_probe_chunks: an emptied current page goes before memory held rises",
+          "[bench][probe]") {
+  counting_resource upstream(std::pmr::new_delete_resource());
+  sharded_pages_probe_chunks probe(&upstream);
+  // One 10 KiB block, freed: its class's page (a 64 KiB chunk) empties but stays current.
+  probe.deallocate(probe.allocate(10'000, 8), 10'000, 8);
+  CHECK(upstream.stats().bytes_in_use == 64 * 1024);
+  // Another class's first page would take the most held to 72 KiB: the empty page goes back
+  // to upstream first (kept, it could serve no page of 8 KiB), and 8 KiB are held.
+  void* const small = probe.allocate(64, 8);
+  CHECK(upstream.stats().bytes_in_use == 8 * 1024);
+  CHECK(upstream.stats().peak_bytes_in_use == 64 * 1024);
+  probe.deallocate(small, 64, 8);
 }
