@@ -78,7 +78,6 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
   basic_sharded_pages_probe(const basic_sharded_pages_probe&) = delete;
   basic_sharded_pages_probe& operator=(const basic_sharded_pages_probe&) = delete;
 
-
  private:
   struct heap;
   // 64 bytes: with the array aligned, one cache line per page, never two.
@@ -237,7 +236,8 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
   // every block came back).
   void take_returned(heap& h) noexcept;
   void after_free_slow(page* pg) noexcept;
-  // Gives an empty page's slices back to its segment.
+  // Gives an empty page back: its slices to its segment, or (chunk pages) its chunk to
+  // keep_or_free.
   void release_page(page* pg) noexcept;
   page* new_page(unsigned c);
   // k (<= 64) low bits set.
