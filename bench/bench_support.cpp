@@ -270,6 +270,7 @@ std::unique_ptr<std::pmr::memory_resource> make_subject(const std::string& spec,
   if (spec == probe_names[2]) return std::make_unique<sharded_pages_probe_grow>(upstream);
   if (spec == probe_names[3]) return std::make_unique<sharded_pages_probe_owned>(upstream);
   if (spec == probe_names[4]) return std::make_unique<sharded_pages_probe_chunks>(upstream);
+  if (spec == probe_names[5]) return std::make_unique<sharded_pages_probe_owned_chunks>(upstream);
   return make_resource(spec, upstream);
 }
 
@@ -354,7 +355,9 @@ bool is_probe(std::string_view key) {
   return std::find(probe_names.begin(), probe_names.end(), key) != probe_names.end();
 }
 
-bool is_thread_safe_probe(std::string_view key) { return key == probe_names[3]; }
+bool is_thread_safe_probe(std::string_view key) {
+  return key == probe_names[3] || key == probe_names[5];
+}
 
 bool is_thread_safe(const std::string& spec) { return describe_strategy(spec).thread_safe; }
 

@@ -157,15 +157,15 @@ class strategy_under_test {
 inline const std::vector<std::string> reference_rows = {"bare_list", "mimalloc_plain"};
 
 // The design probes (sharded_pages_probe.hpp), which strategy_under_test also builds, in its
-// five geometries. Their rows (the container workloads and the allocator patterns) are
+// six geometries. Their rows (the container workloads and the allocator patterns) are
 // registered only when pmrkit_bench runs with --pmrkit_probes: probe_rows() is then
 // probe_names, else empty.
 inline const std::vector<std::string> probe_names = {
     "sharded_pages_probe", "sharded_pages_probe_1m", "sharded_pages_probe_grow",
-    "sharded_pages_probe_owned", "sharded_pages_probe_chunks"};
+    "sharded_pages_probe_owned", "sharded_pages_probe_chunks", "sharded_pages_probe_owned_chunks"};
 bool is_probe(std::string_view key);
-// The probe that takes frees from other threads (sharded_pages_probe_owned); the others are for
-// one thread at a time.
+// The probes that take frees from other threads (sharded_pages_probe_owned, ..._owned_chunks);
+// the others are for one thread at a time.
 bool is_thread_safe_probe(std::string_view key);
 const std::vector<std::string>& probe_rows();
 

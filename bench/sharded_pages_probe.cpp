@@ -118,7 +118,7 @@ void basic_sharded_pages_probe<S, L, GrowingPages, O, C>::mark_slices(segment& s
 // (fixed pages: aligned to their length, so that a free finds the page with a mask; growing
 // pages: anywhere, found through the slices' offsets), else a new segment.
 template <std::size_t S, std::size_t L, bool GrowingPages, bool O, bool C>
-auto basic_sharded_pages_probe<S, L, GrowingPages, O, C>::new_page(unsigned c) -> page* {
+auto basic_sharded_pages_probe<S, L, GrowingPages, O, C>::new_page(heap& h, unsigned c) -> page* {
   const std::lock_guard lock(segments_mutex_);
   if constexpr (C) {
     const unsigned k = class_slices_[c];
@@ -135,16 +135,16 @@ auto basic_sharded_pages_probe<S, L, GrowingPages, O, C>::new_page(unsigned c) -
     if (!ch && held_ + bytes > peak_held_) {
       // Before the most ever held rises (size_class's make_room_for): current pages of other
       // classes that emptied go first, then kept empty chunks of other sizes.
-      for (std::uint64_t heads = empty_heads_ & ~(std::uint64_t{1} << c); heads;
+      for (std::uint64_t heads = h.empty_heads & ~(std::uint64_t{1} << c); heads;
            heads &= heads - 1) {
-        page_queue& eq = own_heap_.queues[std::countr_zero(heads)];
+        page_queue& eq = h.queues[std::countr_zero(heads)];
         page* const e = eq.head;
         if (e && e->used == 0) {
           remove(eq, e);
           keep_or_free(reinterpret_cast<chunk*>(e));
         }
       }
-      empty_heads_ &= std::uint64_t{1} << c;
+      h.empty_heads &= std::uint64_t{1} << c;
       ch = take_kept();
       for (unsigned size = largest_page_slices; !ch && size > 0 && held_ + bytes > peak_held_;
            --size)
@@ -283,7 +283,7 @@ void* basic_sharded_pages_probe<S, L, GrowingPages, O, C>::allocate_slow(unsigne
   for (;;) {
     page* pg = q.head;
     if (!pg) {
-      pg = new_page(c);
+      pg = new_page(h, c);
       pg->owner = &h;
       push_front(q, pg);
     }
@@ -337,7 +337,7 @@ void basic_sharded_pages_probe<S, L, GrowingPages, O, C>::after_free_slow(page* 
   }
   if (pg->queued) {
     if (q.head == pg) {  // allocations come from it next
-      if constexpr (C) empty_heads_ |= std::uint64_t{1} << pg->size_class;
+      if constexpr (C) pg->owner->empty_heads |= std::uint64_t{1} << pg->size_class;
       return;
     }
     remove(q, pg);
@@ -379,5 +379,6 @@ template class basic_sharded_pages_probe<std::size_t{1} << 20, 64>;
 template class basic_sharded_pages_probe<std::size_t{1} << 20, 64, true>;
 template class basic_sharded_pages_probe<std::size_t{1} << 20, 64, false, true>;
 template class basic_sharded_pages_probe<std::size_t{256} << 10, 16, false, false, true>;
+template class basic_sharded_pages_probe<std::size_t{256} << 10, 16, false, true, true>;
 
 }  // namespace pmrkit::bench

@@ -37,7 +37,8 @@
 //                             raise the most the probe has held; then it goes, and kept empty
 //                             chunks after it (size_class's make_room_for), so that memory held
 //                             follows what is live, without segment slack
-// The other geometries are for one thread at a time.
+//   sharded_pages_probe_owned_chunks  the chunks' layout with the owned geometry's threads
+// The owned geometries take frees from any thread; the others are for one thread at a time.
 //
 // What it leaves out, and a strategy could not: statistics, trim and max_retained (nothing goes
 // back before the probe is destroyed, which returns every segment to upstream), and a thread's
@@ -62,8 +63,6 @@ namespace pmrkit::bench {
 template <std::size_t SegmentBytes, std::size_t LargestPageSlices, bool GrowingPages = false,
           bool OwnedPages = false, bool ChunkPages = false>
 class basic_sharded_pages_probe final : public std::pmr::memory_resource {
-  static_assert(!(OwnedPages && ChunkPages), "owned pages are measured in segments only");
-
  public:
   static constexpr std::size_t segment_bytes = SegmentBytes;
   static constexpr std::size_t slice_bytes = std::size_t{4} << 10;
@@ -119,7 +118,7 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
   };
 
   static constexpr std::size_t class_count = 36;  // 16-128 by 16, then 4 a doubling to 16 KiB
-  static_assert(class_count <= 64);  // a bit each in empty_heads_
+  static_assert(class_count <= 64);  // a bit each in heap::empty_heads
 
   // The page queues, one per class: the probe's own, or (owned pages) one per thread, found
   // through the engine's thread-cache directory (thread_cache_directory.hpp) as size_class's
@@ -133,6 +132,8 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
     // free takes the page's full_mark and links it here, once; the owner puts them back in their
     // queues at its next slow path.
     std::atomic<page*> returned{nullptr};
+    // Chunk pages: bit c, class c's current page emptied since the heap last looked.
+    std::uint64_t empty_heads = 0;
   };
   using thread_heaps = detail::thread_caches<basic_sharded_pages_probe, heap>;
   friend thread_heaps;
@@ -199,7 +200,9 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
           return free_from_other_thread(pg, p);
         *static_cast<void**>(p) = pg->free;
         pg->free = p;
-        if ((--pg->used == 0 && pg->owner->queues[c].head != pg) || !pg->queued) [[unlikely]]
+        const bool emptied = --pg->used == 0;
+        if ((emptied && (ChunkPages || pg->owner->queues[c].head != pg)) || !pg->queued)
+          [[unlikely]]
           return after_free_slow(pg);
         return;
       }
@@ -239,7 +242,8 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
   // Gives an empty page back: its slices to its segment, or (chunk pages) its chunk to
   // keep_or_free.
   void release_page(page* pg) noexcept;
-  page* new_page(unsigned c);
+  // A new page of class c for heap h (formatted; h's queues are the caller's to change).
+  page* new_page(heap& h, unsigned c);
   // k (<= 64) low bits set.
   static std::uint64_t run_of(unsigned k) noexcept {
     return k == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << k) - 1;
@@ -281,7 +285,6 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
   chunk* chunks_ = nullptr;  // with a page in them
   std::array<chunk*, largest_page_slices + 1> empty_chunks_{};  // kept, by slices
   std::size_t empty_bytes_ = 0;
-  std::uint64_t empty_heads_ = 0;  // bit c: class c's current page emptied since last looked
   std::size_t held_ = 0;           // bytes from upstream in chunks
   std::size_t peak_held_ = 0;
   // Detaches every thread's heap when destroyed (after the destructor has returned the segments:
@@ -296,5 +299,7 @@ using sharded_pages_probe_grow = basic_sharded_pages_probe<std::size_t{1} << 20,
 using sharded_pages_probe_owned = basic_sharded_pages_probe<std::size_t{1} << 20, 64, false, true>;
 using sharded_pages_probe_chunks =
     basic_sharded_pages_probe<std::size_t{256} << 10, 16, false, false, true>;
+using sharded_pages_probe_owned_chunks =
+    basic_sharded_pages_probe<std::size_t{256} << 10, 16, false, true, true>;
 
 }  // namespace pmrkit::bench
