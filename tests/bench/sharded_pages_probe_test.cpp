@@ -14,6 +14,7 @@
 #include <mutex>
 #include <random>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -28,6 +29,16 @@ using pmrkit::bench::sharded_pages_probe_owned;
 using pmrkit::bench::sharded_pages_probe_owned_chunks;
 
 namespace {
+
+// The geometries each test runs on: all of them; those whose pages are cut from segments; those
+// whose pages belong to threads.
+using every_geometry =
+    std::tuple<sharded_pages_probe, sharded_pages_probe_1m, sharded_pages_probe_grow,
+               sharded_pages_probe_owned, sharded_pages_probe_chunks,
+               sharded_pages_probe_owned_chunks>;
+using segment_geometries = std::tuple<sharded_pages_probe, sharded_pages_probe_1m,
+                                      sharded_pages_probe_grow, sharded_pages_probe_owned>;
+using owned_geometries = std::tuple<sharded_pages_probe_owned, sharded_pages_probe_owned_chunks>;
 
 struct live_block {
   unsigned char* address;
@@ -60,10 +71,9 @@ live_block allocate_filled(std::pmr::memory_resource& r, std::size_t bytes, std:
 
 }  // namespace
 
-TEMPLATE_TEST_CASE("sharded_pages_probe: blocks of every pooled size are aligned and apart",
-                   "[bench][probe]", sharded_pages_probe, sharded_pages_probe_1m,
-                   sharded_pages_probe_grow, sharded_pages_probe_owned,
-                   sharded_pages_probe_chunks, sharded_pages_probe_owned_chunks) {
+TEMPLATE_LIST_TEST_CASE(
+    "sharded_pages_probe: blocks of every pooled size are aligned and apart",
+    "[bench][probe]", every_geometry) {
   counting_resource upstream(std::pmr::new_delete_resource());
   {
     TestType probe(&upstream);
@@ -81,10 +91,9 @@ TEMPLATE_TEST_CASE("sharded_pages_probe: blocks of every pooled size are aligned
   CHECK(upstream.stats().bytes_in_use == 0);
 }
 
-TEMPLATE_TEST_CASE("sharded_pages_probe: freed blocks are reused, not taken anew from upstream",
-                   "[bench][probe]", sharded_pages_probe, sharded_pages_probe_1m,
-                   sharded_pages_probe_grow, sharded_pages_probe_owned,
-                   sharded_pages_probe_chunks, sharded_pages_probe_owned_chunks) {
+TEMPLATE_LIST_TEST_CASE(
+    "sharded_pages_probe: freed blocks are reused, not taken anew from upstream",
+    "[bench][probe]", every_geometry) {
   counting_resource upstream(std::pmr::new_delete_resource());
   TestType probe(&upstream);
   std::vector<void*> blocks;
@@ -101,9 +110,9 @@ TEMPLATE_TEST_CASE("sharded_pages_probe: freed blocks are reused, not taken anew
     probe.deallocate(blocks[i], 16 + (i % 7) * 40, 8);
 }
 
-TEMPLATE_TEST_CASE("sharded_pages_probe: an emptied page's slices serve a page of another size",
-                   "[bench][probe]", sharded_pages_probe, sharded_pages_probe_1m,
-                   sharded_pages_probe_grow, sharded_pages_probe_owned) {
+TEMPLATE_LIST_TEST_CASE(
+    "sharded_pages_probe: an emptied page's slices serve a page of another size",
+    "[bench][probe]", segment_geometries) {
   counting_resource upstream(std::pmr::new_delete_resource());
   TestType probe(&upstream);
   // 16-byte blocks, pages of one slice, until they fill the first segment and a second comes.
@@ -120,10 +129,9 @@ TEMPLATE_TEST_CASE("sharded_pages_probe: an emptied page's slices serve a page o
   for (void* p : large) probe.deallocate(p, 1024, 8);
 }
 
-TEMPLATE_TEST_CASE("sharded_pages_probe: pages of every size come and go without overlapping",
-                   "[bench][probe]", sharded_pages_probe, sharded_pages_probe_1m,
-                   sharded_pages_probe_grow, sharded_pages_probe_owned,
-                   sharded_pages_probe_chunks, sharded_pages_probe_owned_chunks) {
+TEMPLATE_LIST_TEST_CASE(
+    "sharded_pages_probe: pages of every size come and go without overlapping",
+    "[bench][probe]", every_geometry) {
   // Bursts of one class at a time, each freed but for a few blocks, so that pages of many sizes
   // empty, give their slices back and are cut again from the holes the survivors leave.
   counting_resource upstream(std::pmr::new_delete_resource());
@@ -153,10 +161,9 @@ TEMPLATE_TEST_CASE("sharded_pages_probe: pages of every size come and go without
   CHECK(upstream.stats().bytes_in_use == 0);
 }
 
-TEMPLATE_TEST_CASE("sharded_pages_probe: large or over-aligned requests go to upstream and back",
-                   "[bench][probe]", sharded_pages_probe, sharded_pages_probe_1m,
-                   sharded_pages_probe_grow, sharded_pages_probe_owned,
-                   sharded_pages_probe_chunks, sharded_pages_probe_owned_chunks) {
+TEMPLATE_LIST_TEST_CASE(
+    "sharded_pages_probe: large or over-aligned requests go to upstream and back",
+    "[bench][probe]", every_geometry) {
   counting_resource upstream(std::pmr::new_delete_resource());
   TestType probe(&upstream);
   void* large = probe.allocate(TestType::largest_pooled + 1, 8);
@@ -169,10 +176,9 @@ TEMPLATE_TEST_CASE("sharded_pages_probe: large or over-aligned requests go to up
   CHECK(upstream.stats().bytes_in_use == 0);
 }
 
-TEMPLATE_TEST_CASE("sharded_pages_probe: a random live set keeps its contents, returns everything",
-                   "[bench][probe]", sharded_pages_probe, sharded_pages_probe_1m,
-                   sharded_pages_probe_grow, sharded_pages_probe_owned,
-                   sharded_pages_probe_chunks, sharded_pages_probe_owned_chunks) {
+TEMPLATE_LIST_TEST_CASE(
+    "sharded_pages_probe: a random live set keeps its contents, returns everything",
+    "[bench][probe]", every_geometry) {
   counting_resource upstream(std::pmr::new_delete_resource());
   {
     TestType probe(&upstream);
@@ -198,9 +204,9 @@ TEMPLATE_TEST_CASE("sharded_pages_probe: a random live set keeps its contents, r
   CHECK(upstream.stats().bytes_in_use == 0);
 }
 
-TEMPLATE_TEST_CASE("sharded_pages_probe_owned: each thread allocates from pages of its own",
-                   "[bench][probe]", sharded_pages_probe_owned,
-                   sharded_pages_probe_owned_chunks) {
+TEMPLATE_LIST_TEST_CASE(
+    "sharded_pages_probe_owned: each thread allocates from pages of its own",
+    "[bench][probe]", owned_geometries) {
   counting_resource upstream(std::pmr::new_delete_resource());
   TestType probe(&upstream);
   // The unowned geometries would hand the second thread the block right after the first (one
@@ -222,10 +228,9 @@ TEMPLATE_TEST_CASE("sharded_pages_probe_owned: each thread allocates from pages 
   probe.deallocate(first, bytes, 8);
 }
 
-TEMPLATE_TEST_CASE("sharded_pages_probe_owned: blocks freed on another thread go back to their "
-                   "pages",
-                   "[bench][probe]", sharded_pages_probe_owned,
-                   sharded_pages_probe_owned_chunks) {
+TEMPLATE_LIST_TEST_CASE(
+    "sharded_pages_probe_owned: blocks freed on another thread go back to their pages",
+    "[bench][probe]", owned_geometries) {
   counting_resource upstream(std::pmr::new_delete_resource());
   TestType probe(&upstream);
   // Three pages' worth (pages of 128 blocks of 64 bytes; a chunk gives two to its descriptor):
@@ -247,10 +252,10 @@ TEMPLATE_TEST_CASE("sharded_pages_probe_owned: blocks freed on another thread go
   for (void* block : again) probe.deallocate(block, bytes, 8);
 }
 
-TEMPLATE_TEST_CASE("sharded_pages_probe_owned: two threads freeing each other's blocks keep them "
-                   "intact and reuse them",
-                   "[bench][probe]", sharded_pages_probe_owned,
-                   sharded_pages_probe_owned_chunks) {
+TEMPLATE_LIST_TEST_CASE(
+    "sharded_pages_probe_owned: two threads freeing each other's blocks keep them intact and "
+    "reuse them",
+    "[bench][probe]", owned_geometries) {
   counting_resource upstream(std::pmr::new_delete_resource());
   TestType probe(&upstream);
   // Each thread allocates filled blocks of random sizes and hands them to the other, which
