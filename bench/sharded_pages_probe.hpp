@@ -178,19 +178,22 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
   void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override {
     if (bytes <= largest_pooled && alignment <= 16) [[likely]] {
       // The size names the class, the class its pages' slice count, and a page of k slices
-      // starts at a multiple of k: its descriptor without a lookup table.
+      // starts at a multiple of k (in its segment, or as a chunk of its own): its descriptor
+      // without a lookup table.
       const unsigned c = class_of_[(bytes + 15) / 16];
       const auto address = reinterpret_cast<std::uintptr_t>(p);
-      auto* const seg = reinterpret_cast<segment*>(address & ~(segment_bytes - 1));
-      const std::size_t slice = (address & (segment_bytes - 1)) / slice_bytes;
       page* pg = nullptr;
-      if constexpr (ChunkPages)
+      if constexpr (ChunkPages) {
         pg = reinterpret_cast<page*>(address &
                                      ~(std::uintptr_t{class_slices_[c]} * slice_bytes - 1));
-      else if constexpr (GrowingPages)
-        pg = &seg->pages[slice] - seg->pages[slice].offset;
-      else
-        pg = &seg->pages[slice & ~std::size_t{class_slices_[c] - 1u}];
+      } else {
+        auto* const seg = reinterpret_cast<segment*>(address & ~(segment_bytes - 1));
+        const std::size_t slice = (address & (segment_bytes - 1)) / slice_bytes;
+        if constexpr (GrowingPages)
+          pg = &seg->pages[slice] - seg->pages[slice].offset;
+        else
+          pg = &seg->pages[slice & ~std::size_t{class_slices_[c] - 1u}];
+      }
       if constexpr (OwnedPages) {
         // A free on the thread whose heap owns the page: the thread's identity against the
         // heap's, no lookup of the thread's cache and no bracket (docs/size_class.md, "Owner
