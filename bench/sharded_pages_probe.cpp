@@ -165,15 +165,10 @@ auto basic_sharded_pages_probe<S, L, GrowingPages, O, C>::new_page(heap& h, unsi
     ch->next_chunk = chunks_;
     if (chunks_) chunks_->prev_chunk = ch;
     chunks_ = ch;
-    page* const pg = &ch->pg;
+    // Blocks at multiples of their size from the chunk's start, past the descriptor.
     const std::uint32_t size = class_size_[c];
-    const std::size_t offset = (sizeof(chunk) + size - 1) / size * size;
-    pg->block_size = size;
-    pg->size_class = static_cast<std::uint8_t>(c);
-    pg->slices = static_cast<std::uint8_t>(k);
-    pg->unthreaded = reinterpret_cast<std::byte*>(ch) + offset;
-    pg->never_used = static_cast<std::uint32_t>((bytes - offset) / size);
-    return pg;
+    auto* const start = reinterpret_cast<std::byte*>(ch);
+    return format(&ch->pg, c, k, start + (sizeof(chunk) + size - 1) / size * size, start + bytes);
   }
   const unsigned k = GrowingPages ? next_slices_[c] : class_slices_[c];
   if constexpr (GrowingPages)
@@ -204,14 +199,22 @@ auto basic_sharded_pages_probe<S, L, GrowingPages, O, C>::format(page* pg, unsig
   if constexpr (GrowingPages)
     for (unsigned i = 1; i < k; ++i) seg->pages[first + i].offset = static_cast<std::uint8_t>(i);
   std::byte* const start = reinterpret_cast<std::byte*>(seg) + first * slice_bytes;
+  return format(pg, c, k, start, start + k * slice_bytes);
+}
+
+template <std::size_t S, std::size_t L, bool GrowingPages, bool O, bool C>
+auto basic_sharded_pages_probe<S, L, GrowingPages, O, C>::format(page* pg, unsigned c, unsigned k,
+                                                                 std::byte* first,
+                                                                 std::byte* end) noexcept
+    -> page* {
   const std::uint32_t size = class_size_[c];
   std::destroy_at(pg);
   std::construct_at(pg);
   pg->block_size = size;
   pg->size_class = static_cast<std::uint8_t>(c);
   pg->slices = static_cast<std::uint8_t>(k);
-  pg->unthreaded = start;
-  pg->never_used = static_cast<std::uint32_t>(k * slice_bytes / size);
+  pg->unthreaded = first;
+  pg->never_used = static_cast<std::uint32_t>((end - first) / size);
   return pg;
 }
 

@@ -256,7 +256,9 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
   static segment* segment_of(const void* p) noexcept {
     return reinterpret_cast<segment*>(reinterpret_cast<std::uintptr_t>(p) & ~(segment_bytes - 1));
   }
-  page* format(page* pg, unsigned c, unsigned k) noexcept;  // a page of k slices
+  page* format(page* pg, unsigned c, unsigned k) noexcept;  // a segment's page of k slices
+  // A fresh descriptor for a page of class c, k slices, its blocks from `first` up to `end`.
+  page* format(page* pg, unsigned c, unsigned k, std::byte* first, std::byte* end) noexcept;
   static void push_front(page_queue& q, page* pg) noexcept;
   static void push_back(page_queue& q, page* pg) noexcept;
   static void remove(page_queue& q, page* pg) noexcept;
