@@ -271,6 +271,8 @@ std::unique_ptr<std::pmr::memory_resource> make_subject(const std::string& spec,
   if (spec == probe_names[3]) return std::make_unique<sharded_pages_probe_owned>(upstream);
   if (spec == probe_names[4]) return std::make_unique<sharded_pages_probe_chunks>(upstream);
   if (spec == probe_names[5]) return std::make_unique<sharded_pages_probe_owned_chunks>(upstream);
+  if (spec == probe_names[6]) return std::make_unique<sharded_pages_probe_owned_lean>(upstream);
+  if (spec == probe_names[7]) return std::make_unique<sharded_pages_probe_owned_spans>(upstream);
   return make_resource(spec, upstream);
 }
 
@@ -356,7 +358,7 @@ bool is_probe(std::string_view key) {
 }
 
 bool is_thread_safe_probe(std::string_view key) {
-  return key == probe_names[3] || key == probe_names[5];
+  return is_probe(key) && key.find("_owned") != std::string_view::npos;
 }
 
 bool is_thread_safe(const std::string& spec) { return describe_strategy(spec).thread_safe; }

@@ -162,10 +162,11 @@ inline const std::vector<std::string> reference_rows = {"bare_list", "mimalloc_p
 // probe_names, else empty.
 inline const std::vector<std::string> probe_names = {
     "sharded_pages_probe", "sharded_pages_probe_1m", "sharded_pages_probe_grow",
-    "sharded_pages_probe_owned", "sharded_pages_probe_chunks", "sharded_pages_probe_owned_chunks"};
+    "sharded_pages_probe_owned", "sharded_pages_probe_chunks", "sharded_pages_probe_owned_chunks",
+    "sharded_pages_probe_owned_lean", "sharded_pages_probe_owned_spans"};
 bool is_probe(std::string_view key);
-// The probes that take frees from other threads (sharded_pages_probe_owned, ..._owned_chunks);
-// the others are for one thread at a time.
+// The probes that take frees from other threads (those named ..._owned...); the others are for
+// one thread at a time.
 bool is_thread_safe_probe(std::string_view key);
 const std::vector<std::string>& probe_rows();
 

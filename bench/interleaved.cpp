@@ -6,10 +6,11 @@
 //
 // SUBJECT is a strategy spec ("size_class", "size_class:thread_cache=0", ...), "mimalloc_plain",
 // "bare_list" or a probe (sharded_pages_probe.hpp: "sharded_pages_probe", "..._1m", "..._grow",
-// "..._owned", "..._chunks", "..._owned_chunks"), optionally followed by "/fresh": a new
-// resource per op over new_delete, made in build and destroyed in destroy (a request arena);
-// without it, one resource reused by every op and warmed by one op (a long-lived service). The
-// first subject is the reference; default: mimalloc_plain size_class size_class/fresh. --warm
+// "..._owned", "..._chunks", "..._owned_chunks", "..._owned_lean", "..._owned_spans"),
+// optionally followed by "/fresh": a new resource per op over new_delete, made in build and
+// destroyed in destroy (a request arena); without it, one resource reused by every op and
+// warmed by one op (a long-lived service). The first subject is the reference; default:
+// mimalloc_plain size_class size_class/fresh. --warm
 // runs each subject's op twice in a row and times the second, so an op starts with its own
 // memory in the caches; without it, an op starts after the other subjects' ops. The heap is
 // warm as in pmrkit_bench (heap_state.hpp).
@@ -195,12 +196,10 @@ int run(const options& o) {
   try {
     for (const std::string& name : o.subjects) subjects.emplace_back(name);
   } catch (const std::invalid_argument& e) {
-    usage_error(std::string(e.what()) +
-                "; besides the strategies: mimalloc_plain, bare_list, sharded_pages_probe, "
-                "sharded_pages_probe_1m, sharded_pages_probe_grow, sharded_pages_probe_owned, "
-                "sharded_pages_probe_chunks, sharded_pages_probe_owned_chunks; any of them "
-                "followed by /fresh "
-                "for a new resource per op");
+    std::string besides = "mimalloc_plain, bare_list";
+    for (const std::string& probe : probe_names) besides += ", " + probe;
+    usage_error(std::string(e.what()) + "; besides the strategies: " + besides +
+                "; any of them followed by /fresh for a new resource per op");
   }
   const std::uint64_t background = prepare_heap_state(heap_state::warm);
   prepare_container_inputs();

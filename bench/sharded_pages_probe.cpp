@@ -8,9 +8,8 @@
 
 namespace pmrkit::bench {
 
-template <std::size_t S, std::size_t L, bool GrowingPages, bool O, bool C>
-basic_sharded_pages_probe<S, L, GrowingPages, O, C>::basic_sharded_pages_probe(
-    std::pmr::memory_resource* upstream)
+template <probe_geometry G>
+basic_sharded_pages_probe<G>::basic_sharded_pages_probe(std::pmr::memory_resource* upstream)
     : upstream_(upstream) {
   std::size_t sizes[class_count];
   unsigned n = 0;
@@ -34,22 +33,10 @@ basic_sharded_pages_probe<S, L, GrowingPages, O, C>::basic_sharded_pages_probe(
   }
 }
 
-template <std::size_t S, std::size_t L, bool GrowingPages, bool O, bool C>
-basic_sharded_pages_probe<S, L, GrowingPages, O, C>::~basic_sharded_pages_probe() {
-  if constexpr (C) {
-    for (chunk* list : empty_chunks_)
-      while (list) {
-        chunk* const next = list->next_chunk;
-        upstream_->deallocate(list, list->pg.slices * slice_bytes, list->pg.slices * slice_bytes);
-        list = next;
-      }
-    while (chunks_) {
-      chunk* const next = chunks_->next_chunk;
-      upstream_->deallocate(chunks_, chunks_->pg.slices * slice_bytes,
-                            chunks_->pg.slices * slice_bytes);
-      chunks_ = next;
-    }
-  }
+template <probe_geometry G>
+basic_sharded_pages_probe<G>::~basic_sharded_pages_probe() {
+  if constexpr (chunk_pages)
+    while (spans_) free_span(spans_);
   while (segments_) {
     segment* const next = segments_->next_segment;
     segments_->~segment();
@@ -58,9 +45,8 @@ basic_sharded_pages_probe<S, L, GrowingPages, O, C>::~basic_sharded_pages_probe(
   }
 }
 
-template <std::size_t S, std::size_t L, bool GrowingPages, bool O, bool C>
-void basic_sharded_pages_probe<S, L, GrowingPages, O, C>::push_front(page_queue& q,
-                                                                     page* pg) noexcept {
+template <probe_geometry G>
+void basic_sharded_pages_probe<G>::push_front(page_queue& q, page* pg) noexcept {
   pg->prev = nullptr;
   pg->next = q.head;
   (q.head ? q.head->prev : q.tail) = pg;
@@ -68,9 +54,8 @@ void basic_sharded_pages_probe<S, L, GrowingPages, O, C>::push_front(page_queue&
   pg->queued = true;
 }
 
-template <std::size_t S, std::size_t L, bool GrowingPages, bool O, bool C>
-void basic_sharded_pages_probe<S, L, GrowingPages, O, C>::push_back(page_queue& q,
-                                                                    page* pg) noexcept {
+template <probe_geometry G>
+void basic_sharded_pages_probe<G>::push_back(page_queue& q, page* pg) noexcept {
   pg->next = nullptr;
   pg->prev = q.tail;
   (q.tail ? q.tail->next : q.head) = pg;
@@ -78,8 +63,8 @@ void basic_sharded_pages_probe<S, L, GrowingPages, O, C>::push_back(page_queue& 
   pg->queued = true;
 }
 
-template <std::size_t S, std::size_t L, bool GrowingPages, bool O, bool C>
-void basic_sharded_pages_probe<S, L, GrowingPages, O, C>::remove(page_queue& q, page* pg) noexcept {
+template <probe_geometry G>
+void basic_sharded_pages_probe<G>::remove(page_queue& q, page* pg) noexcept {
   (pg->prev ? pg->prev->next : q.head) = pg->next;
   (pg->next ? pg->next->prev : q.tail) = pg->prev;
   pg->prev = pg->next = nullptr;
@@ -87,20 +72,18 @@ void basic_sharded_pages_probe<S, L, GrowingPages, O, C>::remove(page_queue& q, 
 }
 
 // Whether slices first..first+k-1 (k <= 64) are all free; a run may span two words.
-template <std::size_t S, std::size_t L, bool GrowingPages, bool O, bool C>
-bool basic_sharded_pages_probe<S, L, GrowingPages, O, C>::slices_free(const segment& seg,
-                                                                      unsigned first,
-                                                                      unsigned k) noexcept {
+template <probe_geometry G>
+bool basic_sharded_pages_probe<G>::slices_free(const segment& seg, unsigned first,
+                                               unsigned k) noexcept {
   const unsigned word = first / 64, shift = first % 64;
   std::uint64_t bits = seg.free_slices[word] >> shift;
   if (shift != 0 && shift + k > 64) bits |= seg.free_slices[word + 1] << (64 - shift);
   return (bits & run_of(k)) == run_of(k);
 }
 
-template <std::size_t S, std::size_t L, bool GrowingPages, bool O, bool C>
-void basic_sharded_pages_probe<S, L, GrowingPages, O, C>::mark_slices(segment& seg, unsigned first,
-                                                                      unsigned k,
-                                                                      bool free) noexcept {
+template <probe_geometry G>
+void basic_sharded_pages_probe<G>::mark_slices(segment& seg, unsigned first, unsigned k,
+                                               bool free) noexcept {
   const unsigned word = first / 64, shift = first % 64;
   const std::uint64_t run = run_of(k);
   const std::uint64_t low = run << shift;
@@ -117,71 +100,38 @@ void basic_sharded_pages_probe<S, L, GrowingPages, O, C>::mark_slices(segment& s
 // The lowest free run of the page's slice count in a segment, above the segment's header
 // (fixed pages: aligned to their length, so that a free finds the page with a mask; growing
 // pages: anywhere, found through the slices' offsets), else a new segment.
-template <std::size_t S, std::size_t L, bool GrowingPages, bool O, bool C>
-auto basic_sharded_pages_probe<S, L, GrowingPages, O, C>::new_page(heap& h, unsigned c) -> page* {
+template <probe_geometry G>
+auto basic_sharded_pages_probe<G>::new_page(heap& h, unsigned c) -> page* {
   const std::lock_guard lock(segments_mutex_);
-  if constexpr (C) {
+  if constexpr (chunk_pages) {
     const unsigned k = class_slices_[c];
     const std::size_t bytes = k * slice_bytes;
-    const auto take_kept = [&]() -> chunk* {
-      chunk* const kept = empty_chunks_[k];
-      if (kept) {
-        empty_chunks_[k] = kept->next_chunk;
-        empty_bytes_ -= bytes;
-      }
-      return kept;
-    };
-    chunk* ch = take_kept();
-    if (!ch && held_ + bytes > peak_held_) {
-      // Before the most ever held rises (size_class's make_room_for): current pages of other
-      // classes that emptied go first, then kept empty chunks of other sizes.
-      for (std::uint64_t heads = h.empty_heads & ~(std::uint64_t{1} << c); heads;
-           heads &= heads - 1) {
-        page_queue& eq = h.queues[std::countr_zero(heads)];
-        page* const e = eq.head;
-        if (e && e->used == 0) {
-          remove(eq, e);
-          keep_or_free(reinterpret_cast<chunk*>(e));
-        }
-      }
-      h.empty_heads &= std::uint64_t{1} << c;
-      ch = take_kept();
-      for (unsigned size = largest_page_slices; !ch && size > 0 && held_ + bytes > peak_held_;
-           --size)
-        while (empty_chunks_[size] && held_ + bytes > peak_held_) {
-          chunk* const e = empty_chunks_[size];
-          empty_chunks_[size] = e->next_chunk;
-          empty_bytes_ -= size * slice_bytes;
-          held_ -= size * slice_bytes;
-          upstream_->deallocate(e, size * slice_bytes, size * slice_bytes);
-        }
-    }
-    if (!ch) {
-      ch = static_cast<chunk*>(upstream_->allocate(bytes, bytes));
-      held_ += bytes;
-      peak_held_ = std::max(peak_held_, held_);
-    }
-    ch = new (ch) chunk{};
-    ch->next_chunk = chunks_;
-    if (chunks_) chunks_->prev_chunk = ch;
-    chunks_ = ch;
+    chunk* const ch = take_chunk(h, c, k);
     // Blocks at multiples of their size from the chunk's start, past the descriptor.
     const std::uint32_t size = class_size_[c];
     auto* const start = reinterpret_cast<std::byte*>(ch);
     return format(&ch->pg, c, k, start + (sizeof(chunk) + size - 1) / size * size, start + bytes);
   }
-  const unsigned k = GrowingPages ? next_slices_[c] : class_slices_[c];
-  if constexpr (GrowingPages)
+  const unsigned k = growing_pages ? next_slices_[c] : class_slices_[c];
+  if constexpr (growing_pages)
     next_slices_[c] = static_cast<std::uint8_t>(std::min<unsigned>(2 * k, class_slices_[c]));
-  const unsigned step = GrowingPages ? 1 : k;
+  const unsigned step = growing_pages ? 1 : k;
   const auto lowest =
-      static_cast<unsigned>(GrowingPages ? header_slices : (header_slices + k - 1) / k * k);
-  for (segment* seg = segments_; seg; seg = seg->next_segment)
-    for (unsigned first = lowest; first + k <= slices_per_segment; first += step)
-      if (slices_free(*seg, first, k)) {
-        mark_slices(*seg, first, k, false);
-        return format(&seg->pages[first], c, k);
-      }
+      static_cast<unsigned>(growing_pages ? header_slices : (header_slices + k - 1) / k * k);
+  // Twice with release_empty_heads: the second time after other classes' emptied current pages
+  // gave their slices back, before a new segment would raise memory held.
+  for (int pass = 0; pass < (release_empty_heads ? 2 : 1); ++pass) {
+    if (pass == 1) {
+      if (!(h.empty_heads & ~(std::uint64_t{1} << c))) break;
+      release_noted_heads(h, c);
+    }
+    for (segment* seg = segments_; seg; seg = seg->next_segment)
+      for (unsigned first = lowest; first + k <= slices_per_segment; first += step)
+        if (slices_free(*seg, first, k)) {
+          mark_slices(*seg, first, k, false);
+          return format(&seg->pages[first], c, k);
+        }
+  }
   auto* const seg = new (upstream_->allocate(segment_bytes, segment_bytes)) segment{};
   for (std::uint64_t& word : seg->free_slices) word = ~std::uint64_t{0};
   for (unsigned s = 0; s < header_slices; ++s) mark_slices(*seg, s, 1, false);
@@ -191,22 +141,19 @@ auto basic_sharded_pages_probe<S, L, GrowingPages, O, C>::new_page(heap& h, unsi
   return format(&seg->pages[lowest], c, k);
 }
 
-template <std::size_t S, std::size_t L, bool GrowingPages, bool O, bool C>
-auto basic_sharded_pages_probe<S, L, GrowingPages, O, C>::format(page* pg, unsigned c,
-                                                                 unsigned k) noexcept -> page* {
+template <probe_geometry G>
+auto basic_sharded_pages_probe<G>::format(page* pg, unsigned c, unsigned k) noexcept -> page* {
   segment* const seg = segment_of(pg);
   const auto first = static_cast<std::size_t>(pg - seg->pages.data());
-  if constexpr (GrowingPages)
+  if constexpr (growing_pages)
     for (unsigned i = 1; i < k; ++i) seg->pages[first + i].offset = static_cast<std::uint8_t>(i);
   std::byte* const start = reinterpret_cast<std::byte*>(seg) + first * slice_bytes;
   return format(pg, c, k, start, start + k * slice_bytes);
 }
 
-template <std::size_t S, std::size_t L, bool GrowingPages, bool O, bool C>
-auto basic_sharded_pages_probe<S, L, GrowingPages, O, C>::format(page* pg, unsigned c, unsigned k,
-                                                                 std::byte* first,
-                                                                 std::byte* end) noexcept
-    -> page* {
+template <probe_geometry G>
+auto basic_sharded_pages_probe<G>::format(page* pg, unsigned c, unsigned k, std::byte* first,
+                                          std::byte* end) noexcept -> page* {
   const std::uint32_t size = class_size_[c];
   std::destroy_at(pg);
   std::construct_at(pg);
@@ -218,9 +165,33 @@ auto basic_sharded_pages_probe<S, L, GrowingPages, O, C>::format(page* pg, unsig
   return pg;
 }
 
-template <std::size_t S, std::size_t L, bool GrowingPages, bool O, bool C>
-auto basic_sharded_pages_probe<S, L, GrowingPages, O, C>::current_heap() -> heap& {
-  if constexpr (O) {
+template <probe_geometry G>
+void* basic_sharded_pages_probe<G>::allocate_large(std::size_t bytes, std::size_t alignment) {
+  if constexpr (chunk_pages) {
+    heap& h = current_heap();
+    const std::lock_guard lock(segments_mutex_);
+    make_room(h, class_count, bytes);
+    void* const p = upstream_->allocate(bytes, alignment);
+    held_ += bytes;
+    peak_held_ = std::max(peak_held_, held_);
+    return p;
+  }
+  return upstream_->allocate(bytes, alignment);
+}
+
+template <probe_geometry G>
+void basic_sharded_pages_probe<G>::deallocate_large(void* p, std::size_t bytes,
+                                                    std::size_t alignment) noexcept {
+  if constexpr (chunk_pages) {
+    const std::lock_guard lock(segments_mutex_);
+    held_ -= bytes;
+  }
+  upstream_->deallocate(p, bytes, alignment);
+}
+
+template <probe_geometry G>
+auto basic_sharded_pages_probe<G>::current_heap() -> heap& {
+  if constexpr (owned_pages) {
     heap* const h = thread_heaps_.find_or_make(this);
     if (!h) throw std::bad_alloc();
     return *h;
@@ -229,9 +200,8 @@ auto basic_sharded_pages_probe<S, L, GrowingPages, O, C>::current_heap() -> heap
   }
 }
 
-template <std::size_t S, std::size_t L, bool GrowingPages, bool O, bool C>
-void basic_sharded_pages_probe<S, L, GrowingPages, O, C>::free_from_other_thread(page* pg,
-                                                                                 void* p) noexcept {
+template <probe_geometry G>
+void basic_sharded_pages_probe<G>::free_from_other_thread(page* pg, void* p) noexcept {
   std::uintptr_t seen = pg->thread_free.load(std::memory_order_relaxed);
   do {
     *static_cast<void**>(p) = reinterpret_cast<void*>(seen & ~full_mark);
@@ -249,8 +219,8 @@ void basic_sharded_pages_probe<S, L, GrowingPages, O, C>::free_from_other_thread
                                                   std::memory_order_relaxed));
 }
 
-template <std::size_t S, std::size_t L, bool GrowingPages, bool O, bool C>
-void basic_sharded_pages_probe<S, L, GrowingPages, O, C>::collect(page* pg) noexcept {
+template <probe_geometry G>
+void basic_sharded_pages_probe<G>::collect(page* pg) noexcept {
   if (pg->thread_free.load(std::memory_order_relaxed) == 0) return;
   // No full_mark here: a page carries it only while full and out of every list.
   void* const first =
@@ -263,8 +233,8 @@ void basic_sharded_pages_probe<S, L, GrowingPages, O, C>::collect(page* pg) noex
   pg->used -= count;
 }
 
-template <std::size_t S, std::size_t L, bool GrowingPages, bool O, bool C>
-void basic_sharded_pages_probe<S, L, GrowingPages, O, C>::take_returned(heap& h) noexcept {
+template <probe_geometry G>
+void basic_sharded_pages_probe<G>::take_returned(heap& h) noexcept {
   page* pg = h.returned.exchange(nullptr, std::memory_order_acquire);
   while (pg) {
     page* const next = pg->next;
@@ -277,10 +247,10 @@ void basic_sharded_pages_probe<S, L, GrowingPages, O, C>::take_returned(heap& h)
   }
 }
 
-template <std::size_t S, std::size_t L, bool GrowingPages, bool O, bool C>
-void* basic_sharded_pages_probe<S, L, GrowingPages, O, C>::allocate_slow(unsigned c) {
+template <probe_geometry G>
+void* basic_sharded_pages_probe<G>::allocate_slow(unsigned c) {
   heap& h = current_heap();
-  if constexpr (O)
+  if constexpr (owned_pages)
     if (h.returned.load(std::memory_order_relaxed)) take_returned(h);
   page_queue& q = h.queues[c];
   for (;;) {
@@ -291,7 +261,7 @@ void* basic_sharded_pages_probe<S, L, GrowingPages, O, C>::allocate_slow(unsigne
       push_front(q, pg);
     }
     // Blocks other threads freed first, then never-used ones.
-    if constexpr (O)
+    if constexpr (owned_pages)
       if (!pg->free) collect(pg);
     if (!pg->free && pg->never_used != 0) {
       // Thread the next 4 KiB of never-used blocks, lowest address first, as mimalloc extends
@@ -312,7 +282,7 @@ void* basic_sharded_pages_probe<S, L, GrowingPages, O, C>::allocate_slow(unsigne
       return block;
     }
     remove(q, pg);  // full: rejoins the queue when a block comes back
-    if constexpr (O) {
+    if constexpr (owned_pages) {
       // Marked only once out of the queue: the free that takes the mark links the page into
       // the heap's returned list. A block freed meanwhile on another thread fails the mark.
       std::uintptr_t none = 0;
@@ -323,10 +293,10 @@ void* basic_sharded_pages_probe<S, L, GrowingPages, O, C>::allocate_slow(unsigne
   }
 }
 
-template <std::size_t S, std::size_t L, bool GrowingPages, bool O, bool C>
-void basic_sharded_pages_probe<S, L, GrowingPages, O, C>::after_free_slow(page* pg) noexcept {
+template <probe_geometry G>
+void basic_sharded_pages_probe<G>::after_free_slow(page* pg) noexcept {
   page_queue& q = pg->owner->queues[pg->size_class];
-  if constexpr (O) {
+  if constexpr (owned_pages) {
     // Full: taking its mark back takes the page back, unless another thread's free took it
     // first and linked the page into the returned list.
     std::uintptr_t marked = full_mark;
@@ -340,7 +310,8 @@ void basic_sharded_pages_probe<S, L, GrowingPages, O, C>::after_free_slow(page* 
   }
   if (pg->queued) {
     if (q.head == pg) {  // allocations come from it next
-      if constexpr (C) pg->owner->empty_heads |= std::uint64_t{1} << pg->size_class;
+      if constexpr (release_empty_heads)
+        pg->owner->empty_heads |= std::uint64_t{1} << pg->size_class;
       return;
     }
     remove(q, pg);
@@ -348,27 +319,125 @@ void basic_sharded_pages_probe<S, L, GrowingPages, O, C>::after_free_slow(page* 
   release_page(pg);
 }
 
-template <std::size_t S, std::size_t L, bool GrowingPages, bool O, bool C>
-void basic_sharded_pages_probe<S, L, GrowingPages, O, C>::keep_or_free(chunk* ch) noexcept {
-  (ch->prev_chunk ? ch->prev_chunk->next_chunk : chunks_) = ch->next_chunk;
-  if (ch->next_chunk) ch->next_chunk->prev_chunk = ch->prev_chunk;
-  const unsigned k = ch->pg.slices;
+template <probe_geometry G>
+void basic_sharded_pages_probe<G>::link(chunk*& head, chunk* span, chunk* chunk::*prev,
+                                        chunk* chunk::*next) noexcept {
+  span->*prev = nullptr;
+  span->*next = head;
+  if (head) head->*prev = span;
+  head = span;
+}
+
+template <probe_geometry G>
+void basic_sharded_pages_probe<G>::unlink(chunk*& head, chunk* span, chunk* chunk::*prev,
+                                          chunk* chunk::*next) noexcept {
+  (span->*prev ? span->*prev->*next : head) = span->*next;
+  if (span->*next) span->*next->*prev = span->*prev;
+  span->*prev = span->*next = nullptr;
+}
+
+template <probe_geometry G>
+auto basic_sharded_pages_probe<G>::take_chunk(heap& h, unsigned c, unsigned k) -> chunk* {
   const std::size_t bytes = k * slice_bytes;
-  if (empty_bytes_ + bytes <= max_kept_bytes) {
-    ch->next_chunk = empty_chunks_[k];
-    empty_chunks_[k] = ch;
-    empty_bytes_ += bytes;
+  if (!room_[k] && !empty_spans_[k]) make_room(h, c, bytes);
+  chunk* span = room_[k];
+  if (!span && (span = empty_spans_[k])) {
+    empty_spans_[k] = span->next_room;
+    empty_bytes_ -= span->chunks * bytes;
+    link(room_[k], span, &chunk::prev_room, &chunk::next_room);
+  }
+  if (!span) {
+    // Spans of a size start at one chunk and double, up to span_chunks: a size with a few
+    // pages in use holds no more than those.
+    const unsigned n = std::max<unsigned>(1, next_span_chunks_[k]);
+    next_span_chunks_[k] = static_cast<std::uint8_t>(std::min(2 * n, G.span_chunks));
+    auto* const base = static_cast<std::byte*>(upstream_->allocate(n * bytes, bytes));
+    held_ += n * bytes;
+    peak_held_ = std::max(peak_held_, held_);
+    span = new (base) chunk{};
+    span->chunks = n;
+    span->slices = static_cast<std::uint8_t>(k);
+    span->free_chunks = run_of(n);
+    for (unsigned i = 0; i < n; ++i) {
+      auto* const each = i == 0 ? span : new (base + i * bytes) chunk{};
+      each->span = span;
+    }
+    link(spans_, span, &chunk::prev_span, &chunk::next_span);
+    link(room_[k], span, &chunk::prev_room, &chunk::next_room);
+  }
+  // The lowest free chunk: a size's pages fill a span from its start.
+  const auto i = static_cast<unsigned>(std::countr_zero(span->free_chunks));
+  span->free_chunks &= span->free_chunks - 1;
+  if (span->free_chunks == 0) unlink(room_[k], span, &chunk::prev_room, &chunk::next_room);
+  return reinterpret_cast<chunk*>(reinterpret_cast<std::byte*>(span) + i * bytes);
+}
+
+template <probe_geometry G>
+void basic_sharded_pages_probe<G>::make_room(heap& h, unsigned c, std::size_t bytes) noexcept {
+  if (held_ + bytes <= peak_held_) return;
+  release_noted_heads(h, c);
+  if (c < class_count && (room_[class_slices_[c]] || empty_spans_[class_slices_[c]])) return;
+  for (unsigned size = largest_page_slices; size > 0 && held_ + bytes > peak_held_; --size)
+    while (empty_spans_[size] && held_ + bytes > peak_held_) {
+      chunk* const e = empty_spans_[size];
+      empty_spans_[size] = e->next_room;
+      empty_bytes_ -= e->chunks * size * slice_bytes;
+      e->next_room = nullptr;
+      free_span(e);
+    }
+}
+
+template <probe_geometry G>
+void basic_sharded_pages_probe<G>::free_span(chunk* span) noexcept {
+  unlink(spans_, span, &chunk::prev_span, &chunk::next_span);
+  const std::size_t bytes = span->slices * slice_bytes;
+  held_ -= span->chunks * bytes;
+  upstream_->deallocate(span, span->chunks * bytes, bytes);
+}
+
+template <probe_geometry G>
+void basic_sharded_pages_probe<G>::keep_or_free(chunk* ch) noexcept {
+  chunk* const span = ch->span;
+  const unsigned k = span->slices;
+  const std::size_t bytes = k * slice_bytes;
+  const auto i = static_cast<unsigned>(
+      (reinterpret_cast<std::byte*>(ch) - reinterpret_cast<std::byte*>(span)) / bytes);
+  if (span->free_chunks == 0) link(room_[k], span, &chunk::prev_room, &chunk::next_room);
+  span->free_chunks |= std::uint64_t{1} << i;
+  if (span->free_chunks != run_of(span->chunks)) return;
+  unlink(room_[k], span, &chunk::prev_room, &chunk::next_room);
+  if (empty_bytes_ + span->chunks * bytes <= max_kept_bytes) {
+    span->next_room = empty_spans_[k];
+    empty_spans_[k] = span;
+    empty_bytes_ += span->chunks * bytes;
   } else {
-    held_ -= bytes;
-    upstream_->deallocate(ch, bytes, bytes);
+    free_span(span);
   }
 }
 
-// Its slices go back to the segment, for the next page of any size.
-template <std::size_t S, std::size_t L, bool GrowingPages, bool O, bool C>
-void basic_sharded_pages_probe<S, L, GrowingPages, O, C>::release_page(page* pg) noexcept {
+template <probe_geometry G>
+void basic_sharded_pages_probe<G>::release_noted_heads(heap& h, unsigned c) noexcept {
+  for (std::uint64_t heads = h.empty_heads & ~(std::uint64_t{1} << c); heads; heads &= heads - 1) {
+    page_queue& q = h.queues[std::countr_zero(heads)];
+    page* const e = q.head;
+    if (e && e->used == 0) {
+      remove(q, e);
+      release_page_locked(e);
+    }
+  }
+  h.empty_heads &= std::uint64_t{1} << c;
+}
+
+template <probe_geometry G>
+void basic_sharded_pages_probe<G>::release_page(page* pg) noexcept {
   const std::lock_guard lock(segments_mutex_);
-  if constexpr (C) {
+  release_page_locked(pg);
+}
+
+// Its slices go back to the segment, for the next page of any size.
+template <probe_geometry G>
+void basic_sharded_pages_probe<G>::release_page_locked(page* pg) noexcept {
+  if constexpr (chunk_pages) {
     keep_or_free(reinterpret_cast<chunk*>(pg));
     return;
   }
@@ -377,11 +446,13 @@ void basic_sharded_pages_probe<S, L, GrowingPages, O, C>::release_page(page* pg)
   mark_slices(*seg, first, pg->slices, true);
 }
 
-template class basic_sharded_pages_probe<std::size_t{256} << 10, 16>;
-template class basic_sharded_pages_probe<std::size_t{1} << 20, 64>;
-template class basic_sharded_pages_probe<std::size_t{1} << 20, 64, true>;
-template class basic_sharded_pages_probe<std::size_t{1} << 20, 64, false, true>;
-template class basic_sharded_pages_probe<std::size_t{256} << 10, 16, false, false, true>;
-template class basic_sharded_pages_probe<std::size_t{256} << 10, 16, false, true, true>;
+template class basic_sharded_pages_probe<first_geometry>;
+template class basic_sharded_pages_probe<geometry_1m>;
+template class basic_sharded_pages_probe<grow_geometry>;
+template class basic_sharded_pages_probe<owned_geometry>;
+template class basic_sharded_pages_probe<chunks_geometry>;
+template class basic_sharded_pages_probe<owned_chunks_geometry>;
+template class basic_sharded_pages_probe<owned_lean_geometry>;
+template class basic_sharded_pages_probe<owned_spans_geometry>;
 
 }  // namespace pmrkit::bench

@@ -38,13 +38,23 @@
 //                             chunks after it (size_class's make_room_for), so that memory held
 //                             follows what is live, without segment slack
 //   sharded_pages_probe_owned_chunks  the chunks' layout with the owned geometry's threads
+//   sharded_pages_probe_owned_lean  the owned geometry in the first one's segments (256 KiB,
+//                             pages of 1-16 slices), with the chunks' release of emptied current
+//                             pages (their slices go back to the segment before a new segment
+//                             would be taken): whether segments can hold as little as chunks
+//   sharded_pages_probe_owned_spans  the owned chunks, taken from upstream in spans of up to
+//                             four chunks of one size (a size's first span one chunk, then
+//                             doubling), so that its pages lie side by side; a span goes back
+//                             whole, when every chunk of it is empty
 // The owned geometries take frees from any thread; the others are for one thread at a time.
 //
-// What it leaves out, and a strategy could not: statistics, trim and max_retained (nothing goes
-// back before the probe is destroyed, which returns every segment to upstream), and a thread's
-// exit (its pages stay where they are; blocks freed into them later are not reused). Requests
-// above 16 KiB, or aligned past 16, go straight to upstream and back. It does not own upstream,
-// which must outlive it.
+// What it leaves out, and a strategy could not: statistics, trim and max_retained (segments
+// never go back before the probe is destroyed, which returns everything to upstream; chunk
+// pages keep at most 4 MiB of empty chunks), and a thread's exit (its pages stay where they
+// are; blocks freed into them later are not reused). Requests above 16 KiB, or aligned past
+// 16, go straight to upstream and back (in the chunk geometries after the same make-room step
+// as a new chunk, as size_class's large blocks do). It does not own upstream, which must
+// outlive it.
 #pragma once
 
 #include <array>
@@ -60,15 +70,33 @@
 
 namespace pmrkit::bench {
 
-template <std::size_t SegmentBytes, std::size_t LargestPageSlices, bool GrowingPages = false,
-          bool OwnedPages = false, bool ChunkPages = false>
+// What a geometry chooses (the list above names each one).
+struct probe_geometry {
+  std::size_t segment_bytes = std::size_t{256} << 10;
+  std::size_t largest_page_slices = 16;  // a page's most slices of 4 KiB
+  bool growing_pages = false;
+  bool owned_pages = false;
+  bool chunk_pages = false;
+  // A class's current page that empties is noted, and goes before memory held would rise.
+  bool release_empty_heads = false;
+  // Chunk pages: the most chunks of one size taken from upstream in one request (a span), so
+  // that they lie side by side; a size's spans start at one chunk and double.
+  unsigned span_chunks = 1;
+};
+
+template <probe_geometry Geometry>
 class basic_sharded_pages_probe final : public std::pmr::memory_resource {
+  static constexpr bool growing_pages = Geometry.growing_pages;
+  static constexpr bool owned_pages = Geometry.owned_pages;
+  static constexpr bool chunk_pages = Geometry.chunk_pages;
+  static constexpr bool release_empty_heads = Geometry.release_empty_heads;
+
  public:
-  static constexpr std::size_t segment_bytes = SegmentBytes;
+  static constexpr std::size_t segment_bytes = Geometry.segment_bytes;
   static constexpr std::size_t slice_bytes = std::size_t{4} << 10;
   static constexpr std::size_t slices_per_segment = segment_bytes / slice_bytes;
   static constexpr std::size_t largest_pooled = std::size_t{16} << 10;
-  static constexpr std::size_t largest_page_slices = LargestPageSlices;
+  static constexpr std::size_t largest_page_slices = Geometry.largest_page_slices;
   static_assert(slices_per_segment % 64 == 0 && std::has_single_bit(largest_page_slices) &&
                 largest_page_slices <= 64 && largest_page_slices < slices_per_segment);
 
@@ -81,16 +109,16 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
   struct heap;
   // 64 bytes: with the array aligned, one cache line per page, never two.
   struct page {
-    void* free = nullptr;          // blocks freed or threaded, linked through their first word
-    heap* owner = nullptr;         // whose queues it is in (owned pages: a thread's)
+    void* free = nullptr;   // blocks freed or threaded, linked through their first word
+    heap* owner = nullptr;  // whose queues it is in (owned pages: a thread's)
     // Owned pages: blocks freed on other threads, linked through their first word, for the
     // owner to collect; full_mark while the page is full, out of its queue, and its owner wants
     // to hear of the first block that comes back.
     std::atomic<std::uintptr_t> thread_free{0};
     std::byte* unthreaded = nullptr;  // the first block never threaded onto `free`
-    page* prev = nullptr;          // in the class's queue (or the heap's returned list: next)
+    page* prev = nullptr;             // in the class's queue (or the heap's returned list: next)
     page* next = nullptr;
-    std::uint32_t used = 0;        // blocks out, those on thread_free included
+    std::uint32_t used = 0;  // blocks out, those on thread_free included
     std::uint32_t block_size = 0;
     std::uint32_t never_used = 0;  // blocks from `unthreaded` on
     std::uint8_t size_class = 0;
@@ -98,7 +126,7 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
     // Growing pages: in the descriptor of each slice of a page, how far the page's first slice
     // lies before it (0 in the first's own), so that a free finds the page whatever its size.
     std::uint8_t offset = 0;
-    bool queued = false;           // in the class's queue: not full
+    bool queued = false;  // in the class's queue: not full
   };
   static constexpr std::uintptr_t full_mark = 1;
   static_assert(sizeof(page) == 64);
@@ -118,7 +146,7 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
   };
 
   static constexpr std::size_t class_count = 36;  // 16-128 by 16, then 4 a doubling to 16 KiB
-  static_assert(class_count <= 64);  // a bit each in heap::empty_heads
+  static_assert(class_count <= 64);               // a bit each in heap::empty_heads
 
   // The page queues, one per class: the probe's own, or (owned pages) one per thread, found
   // through the engine's thread-cache directory (thread_cache_directory.hpp) as size_class's
@@ -132,7 +160,7 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
     // free takes the page's full_mark and links it here, once; the owner puts them back in their
     // queues at its next slow path.
     std::atomic<page*> returned{nullptr};
-    // Chunk pages: bit c, class c's current page emptied since the heap last looked.
+    // release_empty_heads: bit c, class c's current page emptied since the heap last looked.
     std::uint64_t empty_heads = 0;
   };
   using thread_heaps = detail::thread_caches<basic_sharded_pages_probe, heap>;
@@ -145,7 +173,7 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
   void* do_allocate(std::size_t bytes, std::size_t alignment) override {
     if (bytes <= largest_pooled && alignment <= 16) [[likely]] {
       const unsigned c = class_of_[(bytes + 15) / 16];
-      if constexpr (OwnedPages) {
+      if constexpr (owned_pages) {
         // size_class's fast path: the thread's last cache, a use bracketed for trim().
         if (detail::cache_link* const link = detail::this_thread_caches.last) [[likely]] {
           detail::begin_fast_use();
@@ -172,7 +200,7 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
       }
       return allocate_slow(c);
     }
-    return upstream_->allocate(bytes, alignment);
+    return allocate_large(bytes, alignment);
   }
 
   void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override {
@@ -183,18 +211,18 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
       const unsigned c = class_of_[(bytes + 15) / 16];
       const auto address = reinterpret_cast<std::uintptr_t>(p);
       page* pg = nullptr;
-      if constexpr (ChunkPages) {
+      if constexpr (chunk_pages) {
         pg = reinterpret_cast<page*>(address &
                                      ~(std::uintptr_t{class_slices_[c]} * slice_bytes - 1));
       } else {
         auto* const seg = reinterpret_cast<segment*>(address & ~(segment_bytes - 1));
         const std::size_t slice = (address & (segment_bytes - 1)) / slice_bytes;
-        if constexpr (GrowingPages)
+        if constexpr (growing_pages)
           pg = &seg->pages[slice] - seg->pages[slice].offset;
         else
           pg = &seg->pages[slice & ~std::size_t{class_slices_[c] - 1u}];
       }
-      if constexpr (OwnedPages) {
+      if constexpr (owned_pages) {
         // A free on the thread whose heap owns the page: the thread's identity against the
         // heap's, no lookup of the thread's cache and no bracket (docs/size_class.md, "Owner
         // threads, priced": why an engine's trim() could do without one). From another thread
@@ -204,8 +232,8 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
         *static_cast<void**>(p) = pg->free;
         pg->free = p;
         const bool emptied = --pg->used == 0;
-        if ((emptied && (ChunkPages || pg->owner->queues[c].head != pg)) || !pg->queued)
-          [[unlikely]]
+        if ((emptied && (release_empty_heads || pg->owner->queues[c].head != pg)) || !pg->queued)
+            [[unlikely]]
           return after_free_slow(pg);
         return;
       }
@@ -213,7 +241,7 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
       pg->free = p;
       // A page that empties while allocations come from it stays as it is, so a class used a
       // block at a time takes no slow path; a full page rejoins its queue.
-      if constexpr (ChunkPages) {
+      if constexpr (release_empty_heads) {
         // A current page that empties is noted, so that it can go before memory held rises.
         if (--pg->used == 0 || !pg->queued) [[unlikely]]
           return after_free_slow(pg);
@@ -223,7 +251,7 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
         return after_free_slow(pg);
       return;
     }
-    upstream_->deallocate(p, bytes, alignment);
+    deallocate_large(p, bytes, alignment);
   }
 
   bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
@@ -231,6 +259,10 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
   }
 
   void* allocate_slow(unsigned c);
+  // Requests no class takes, straight to upstream and back; with chunk pages counted in memory
+  // held, and preceded by make_room as a page's chunk is (size_class's large blocks are too).
+  void* allocate_large(std::size_t bytes, std::size_t alignment);
+  void deallocate_large(void* p, std::size_t bytes, std::size_t alignment) noexcept;
   // The calling thread's queues (owned pages: made on its first call).
   heap& current_heap();
   // Owned pages: pushes p onto pg's thread_free; if that takes the page's full_mark, links the
@@ -247,6 +279,10 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
   void release_page(page* pg) noexcept;
   // A new page of class c for heap h (formatted; h's queues are the caller's to change).
   page* new_page(heap& h, unsigned c);
+  // Under segments_mutex_: h's current pages of classes other than c that emptied since they
+  // were noted go (release_page_locked).
+  void release_noted_heads(heap& h, unsigned c) noexcept;
+  void release_page_locked(page* pg) noexcept;
   // k (<= 64) low bits set.
   static std::uint64_t run_of(unsigned k) noexcept {
     return k == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << k) - 1;
@@ -268,43 +304,80 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
   std::array<std::uint32_t, class_count> class_size_{};
   std::array<std::uint8_t, class_count> class_slices_{};  // a page's slices (growing: the most)
   std::array<std::uint8_t, class_count> next_slices_{};   // growing: the class's next page
-  heap own_heap_;  // unowned pages
+  heap own_heap_;                                         // unowned pages
   struct no_lock {
     void lock() noexcept {}
     void unlock() noexcept {}
   };
   // Owned pages: the segments and their slices are shared by the threads' heaps.
-  [[no_unique_address]] std::conditional_t<OwnedPages, std::mutex, no_lock> segments_mutex_;
+  [[no_unique_address]] std::conditional_t<owned_pages, std::mutex, no_lock> segments_mutex_;
   segment* segments_ = nullptr;  // guarded by segments_mutex_
 
-  // Chunk pages: a page's chunk starts with its descriptor and the links of every chunk held.
+  // Chunk pages: a page's chunk starts with its descriptor. Chunks come from upstream in spans
+  // of chunks of one size (a span of one: a chunk of its own), whose state lies in the first
+  // chunk's header, memory held as long as the span is.
   struct chunk {
     page pg;
-    chunk* prev_chunk = nullptr;
-    chunk* next_chunk = nullptr;
+    chunk* span = nullptr;  // the first chunk of its span
+    // In a span's first chunk only:
+    chunk* prev_span = nullptr;  // every span held
+    chunk* next_span = nullptr;
+    chunk* prev_room = nullptr;  // a size's spans with a chunk free, some of them in use
+    chunk* next_room = nullptr;
+    std::uint64_t free_chunks = 0;  // bit i: the span's chunk i holds no page
+    std::uint32_t chunks = 0;
+    std::uint8_t slices = 0;  // of each chunk
   };
-  // Takes an emptied chunk out of chunks_ and keeps it for a page of its size, within
-  // max_kept_bytes, or returns it to upstream.
+  static_assert(Geometry.span_chunks >= 1 && Geometry.span_chunks <= 64);
+  // A chunk of k slices for a page (under segments_mutex_): from a span in use, else a kept
+  // empty span, else, after make_room, a new span.
+  chunk* take_chunk(heap& h, unsigned c, unsigned k);
+  // A chunk whose page emptied goes back to its span; a span that empties is kept for chunks
+  // of its size, within max_kept_bytes, or goes back to upstream.
   void keep_or_free(chunk* ch) noexcept;
+  // Before `bytes` more from upstream would raise the most ever held (size_class's
+  // make_room_for): h's current pages of classes other than c that emptied go first, then kept
+  // empty spans of other sizes. c == class_count: for a large block.
+  void make_room(heap& h, unsigned c, std::size_t bytes) noexcept;
+  void free_span(chunk* span) noexcept;
+  static void unlink(chunk*& head, chunk* span, chunk* chunk::*prev, chunk* chunk::*next) noexcept;
+  static void link(chunk*& head, chunk* span, chunk* chunk::*prev, chunk* chunk::*next) noexcept;
   static constexpr std::size_t max_kept_bytes = std::size_t{4} << 20;  // size_class's default
-  chunk* chunks_ = nullptr;  // with a page in them
-  std::array<chunk*, largest_page_slices + 1> empty_chunks_{};  // kept, by slices
-  std::size_t empty_bytes_ = 0;
-  std::size_t held_ = 0;           // bytes from upstream in chunks
+  chunk* spans_ = nullptr;
+  std::array<chunk*, largest_page_slices + 1> room_{};         // by slices: some chunks free
+  std::array<chunk*, largest_page_slices + 1> empty_spans_{};  // by slices: kept, all free
+  std::array<std::uint8_t, largest_page_slices + 1> next_span_chunks_{};
+  std::size_t empty_bytes_ = 0;  // in kept empty spans
+  std::size_t held_ = 0;         // bytes from upstream in spans
   std::size_t peak_held_ = 0;
   // Detaches every thread's heap when destroyed (after the destructor has returned the segments:
   // a heap holds only links into them).
   struct no_heaps {};
-  [[no_unique_address]] std::conditional_t<OwnedPages, thread_heaps, no_heaps> thread_heaps_{};
+  [[no_unique_address]] std::conditional_t<owned_pages, thread_heaps, no_heaps> thread_heaps_{};
 };
 
-using sharded_pages_probe = basic_sharded_pages_probe<std::size_t{256} << 10, 16>;
-using sharded_pages_probe_1m = basic_sharded_pages_probe<std::size_t{1} << 20, 64>;
-using sharded_pages_probe_grow = basic_sharded_pages_probe<std::size_t{1} << 20, 64, true>;
-using sharded_pages_probe_owned = basic_sharded_pages_probe<std::size_t{1} << 20, 64, false, true>;
-using sharded_pages_probe_chunks =
-    basic_sharded_pages_probe<std::size_t{256} << 10, 16, false, false, true>;
-using sharded_pages_probe_owned_chunks =
-    basic_sharded_pages_probe<std::size_t{256} << 10, 16, false, true, true>;
+inline constexpr probe_geometry first_geometry{};
+inline constexpr probe_geometry geometry_1m{.segment_bytes = std::size_t{1} << 20,
+                                            .largest_page_slices = 64};
+inline constexpr probe_geometry grow_geometry{
+    .segment_bytes = std::size_t{1} << 20, .largest_page_slices = 64, .growing_pages = true};
+inline constexpr probe_geometry owned_geometry{
+    .segment_bytes = std::size_t{1} << 20, .largest_page_slices = 64, .owned_pages = true};
+inline constexpr probe_geometry chunks_geometry{.chunk_pages = true, .release_empty_heads = true};
+inline constexpr probe_geometry owned_chunks_geometry{
+    .owned_pages = true, .chunk_pages = true, .release_empty_heads = true};
+inline constexpr probe_geometry owned_lean_geometry{.owned_pages = true,
+                                                    .release_empty_heads = true};
+inline constexpr probe_geometry owned_spans_geometry{
+    .owned_pages = true, .chunk_pages = true, .release_empty_heads = true, .span_chunks = 4};
+
+using sharded_pages_probe = basic_sharded_pages_probe<first_geometry>;
+using sharded_pages_probe_1m = basic_sharded_pages_probe<geometry_1m>;
+using sharded_pages_probe_grow = basic_sharded_pages_probe<grow_geometry>;
+using sharded_pages_probe_owned = basic_sharded_pages_probe<owned_geometry>;
+using sharded_pages_probe_chunks = basic_sharded_pages_probe<chunks_geometry>;
+using sharded_pages_probe_owned_chunks = basic_sharded_pages_probe<owned_chunks_geometry>;
+using sharded_pages_probe_owned_lean = basic_sharded_pages_probe<owned_lean_geometry>;
+using sharded_pages_probe_owned_spans = basic_sharded_pages_probe<owned_spans_geometry>;
 
 }  // namespace pmrkit::bench

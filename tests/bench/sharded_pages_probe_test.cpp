@@ -13,6 +13,7 @@
 #include <memory_resource>
 #include <mutex>
 #include <random>
+#include <set>
 #include <thread>
 #include <tuple>
 #include <utility>
@@ -27,6 +28,8 @@ using pmrkit::bench::sharded_pages_probe_grow;
 using pmrkit::bench::sharded_pages_probe_chunks;
 using pmrkit::bench::sharded_pages_probe_owned;
 using pmrkit::bench::sharded_pages_probe_owned_chunks;
+using pmrkit::bench::sharded_pages_probe_owned_lean;
+using pmrkit::bench::sharded_pages_probe_owned_spans;
 
 namespace {
 
@@ -35,10 +38,14 @@ namespace {
 using every_geometry =
     std::tuple<sharded_pages_probe, sharded_pages_probe_1m, sharded_pages_probe_grow,
                sharded_pages_probe_owned, sharded_pages_probe_chunks,
-               sharded_pages_probe_owned_chunks>;
-using segment_geometries = std::tuple<sharded_pages_probe, sharded_pages_probe_1m,
-                                      sharded_pages_probe_grow, sharded_pages_probe_owned>;
-using owned_geometries = std::tuple<sharded_pages_probe_owned, sharded_pages_probe_owned_chunks>;
+               sharded_pages_probe_owned_chunks, sharded_pages_probe_owned_lean,
+               sharded_pages_probe_owned_spans>;
+using segment_geometries =
+    std::tuple<sharded_pages_probe, sharded_pages_probe_1m, sharded_pages_probe_grow,
+               sharded_pages_probe_owned, sharded_pages_probe_owned_lean>;
+using owned_geometries =
+    std::tuple<sharded_pages_probe_owned, sharded_pages_probe_owned_chunks,
+               sharded_pages_probe_owned_lean, sharded_pages_probe_owned_spans>;
 
 struct live_block {
   unsigned char* address;
@@ -233,23 +240,35 @@ TEMPLATE_LIST_TEST_CASE(
     "[bench][probe]", owned_geometries) {
   counting_resource upstream(std::pmr::new_delete_resource());
   TestType probe(&upstream);
-  // Three pages' worth (pages of 128 blocks of 64 bytes; a chunk gives two to its descriptor):
-  // the pages before the last are full, so their blocks come back through the returned list,
-  // the last one's through its own list. Twice as many allocations afterwards (the last page's
-  // never-used blocks may come first, then new pages) reuse every one of them.
+  // Three pages' worth (pages of 128 blocks of 64 bytes, 8 KiB aligned to their size; a chunk
+  // gives two to its descriptor): the pages before the last are full, so their blocks come back
+  // through the returned list, the last one's through its own list. One block of each page
+  // stays, so that no page empties and goes back to be formatted anew (in spans, empty chunks of
+  // a span in use come before kept ones): each rejoins its class's queue, and twice as many
+  // allocations afterwards (the last page's never-used blocks may come first, then new pages)
+  // reuse every freed block.
   constexpr std::size_t bytes = 64;
   constexpr std::size_t count = 3 * 128;
+  constexpr std::uintptr_t page_bytes = 128 * bytes;
   std::vector<void*> blocks;
   for (std::size_t i = 0; i < count; ++i) blocks.push_back(probe.allocate(bytes, 8));
+  std::vector<void*> kept, freed;
+  std::set<std::uintptr_t> pages;
+  for (void* block : blocks)
+    (pages.insert(reinterpret_cast<std::uintptr_t>(block) & ~(page_bytes - 1)).second ? kept
+                                                                                      : freed)
+        .push_back(block);
+  REQUIRE(pages.size() >= 3);
   std::thread([&] {
-    for (void* block : blocks) probe.deallocate(block, bytes, 8);
+    for (void* block : freed) probe.deallocate(block, bytes, 8);
   }).join();
   std::vector<void*> again;
   for (std::size_t i = 0; i < 2 * count; ++i) again.push_back(probe.allocate(bytes, 8));
-  std::sort(blocks.begin(), blocks.end());
+  std::sort(freed.begin(), freed.end());
   std::sort(again.begin(), again.end());
-  CHECK(std::includes(again.begin(), again.end(), blocks.begin(), blocks.end()));
+  CHECK(std::includes(again.begin(), again.end(), freed.begin(), freed.end()));
   for (void* block : again) probe.deallocate(block, bytes, 8);
+  for (void* block : kept) probe.deallocate(block, bytes, 8);
 }
 
 TEMPLATE_LIST_TEST_CASE(
