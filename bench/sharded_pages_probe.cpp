@@ -5,6 +5,7 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <utility>
 
 namespace pmrkit::bench {
 
@@ -35,6 +36,10 @@ basic_sharded_pages_probe<G>::basic_sharded_pages_probe(std::pmr::memory_resourc
 
 template <probe_geometry G>
 basic_sharded_pages_probe<G>::~basic_sharded_pages_probe() {
+  // The threads' references to the heaps go first (thread_heaps_, destroyed after this body,
+  // then only finds them detached).
+  if constexpr (owned_pages) thread_heaps_.detach_all();
+  while (heaps_) delete std::exchange(heaps_, heaps_->next_heap);
   if constexpr (chunk_pages)
     while (spans_) free_span(spans_);
   while (segments_) {
@@ -192,12 +197,62 @@ void basic_sharded_pages_probe<G>::deallocate_large(void* p, std::size_t bytes,
 template <probe_geometry G>
 auto basic_sharded_pages_probe<G>::current_heap() -> heap& {
   if constexpr (owned_pages) {
-    heap* const h = thread_heaps_.find_or_make(this);
-    if (!h) throw std::bad_alloc();
-    return *h;
+    if (heap_ref* const ref = thread_heaps_.find(this)) return *ref->h;
+    return adopt_or_make_heap();
   } else {
     return own_heap_;
   }
+}
+
+template <probe_geometry G>
+auto basic_sharded_pages_probe<G>::adopt_or_make_heap() -> heap& {
+  heap* h = nullptr;
+  {
+    const std::lock_guard lock(segments_mutex_);
+    if ((h = abandoned_)) {
+      abandoned_ = h->next_abandoned;
+    } else {
+      h = new heap{};
+      h->next_heap = heaps_;
+      heaps_ = h;
+    }
+    // Under the lock that ordered the last owner's writes to the heap before these.
+    h->thread.store(&detail::this_thread_caches, std::memory_order_relaxed);
+  }
+  if constexpr (owned_pages) {
+    if (!thread_heaps_.make(this, h)) {
+      // The thread is past its exit hook: it cannot own a heap.
+      abandon(*h);
+      throw std::bad_alloc();
+    }
+  }
+  return *h;
+}
+
+template <probe_geometry G>
+void basic_sharded_pages_probe<G>::absorb_exiting_cache(heap_ref& ref) noexcept {
+  heap& h = *ref.h;
+  take_returned(h);
+  for (page_queue& q : h.queues)
+    for (page* pg = q.head; pg;) {
+      page* const next = pg->next;
+      collect(pg);
+      if (pg->used == 0) {
+        remove(q, pg);
+        release_page(pg);
+      }
+      pg = next;
+    }
+  h.empty_heads = 0;
+  abandon(h);
+}
+
+template <probe_geometry G>
+void basic_sharded_pages_probe<G>::abandon(heap& h) noexcept {
+  const std::lock_guard lock(segments_mutex_);
+  h.thread.store(nullptr, std::memory_order_relaxed);
+  h.next_abandoned = abandoned_;
+  abandoned_ = &h;
 }
 
 template <probe_geometry G>

@@ -24,7 +24,7 @@
 //                             by allocation as size_class finds a thread's cache
 //                             (thread_cache_directory.hpp: the thread's last cache, each use
 //                             bracketed for trim()), and a free pushes onto its page only if
-//                             the page's heap was made on the calling thread; a free on another
+//                             the calling thread owns the page's heap; a free on another
 //                             thread pushes onto the page's atomic list, which the owner
 //                             collects when the page runs dry, and a full page's first such
 //                             free hands the page back to its owner (mimalloc's delayed free,
@@ -50,11 +50,11 @@
 //
 // What it leaves out, and a strategy could not: statistics, trim and max_retained (segments
 // never go back before the probe is destroyed, which returns everything to upstream; chunk
-// pages keep at most 4 MiB of empty chunks), and a thread's exit (its pages stay where they
-// are; blocks freed into them later are not reused). Requests above 16 KiB, or aligned past
-// 16, go straight to upstream and back (in the chunk geometries after the same make-room step
-// as a new chunk, as size_class's large blocks do). It does not own upstream, which must
-// outlive it.
+// pages keep at most 4 MiB of empty chunks). A thread's exit abandons its heap (owned pages:
+// empty pages go back, the rest stay in the heap, which the next thread without one adopts).
+// Requests above 16 KiB, or aligned past 16, go straight to upstream and back (in the chunk
+// geometries after the same make-room step as a new chunk, as size_class's large blocks do).
+// It does not own upstream, which must outlive it.
 #pragma once
 
 #include <array>
@@ -150,25 +150,36 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
 
   // The page queues, one per class: the probe's own, or (owned pages) one per thread, found
   // through the engine's thread-cache directory (thread_cache_directory.hpp) as size_class's
-  // caches are.
+  // caches are. A thread's heap belongs to the probe, not to the thread: when the thread exits
+  // its heap is abandoned with the pages in it, and the next thread that needs a heap adopts it
+  // (mimalloc abandons a thread's segments and reclaims them the same way), so blocks freed
+  // into a dead thread's pages are used again and its pages can empty.
   struct heap {
     std::array<page_queue, class_count> queues{};
-    // The thread the heap was made on (owned pages): the address of its directory, unique
-    // among live threads.
-    const void* thread = &detail::this_thread_caches;
+    // The thread that owns the heap (owned pages): the address of its directory, unique among
+    // live threads; null while the heap is abandoned, so that every free into its pages takes
+    // the path of a free from another thread, even on a new thread that got the dead one's
+    // directory address.
+    std::atomic<const void*> thread{nullptr};
     // Full pages to which another thread freed a block, linked through next: the first such
     // free takes the page's full_mark and links it here, once; the owner puts them back in their
     // queues at its next slow path.
     std::atomic<page*> returned{nullptr};
     // release_empty_heads: bit c, class c's current page emptied since the heap last looked.
     std::uint64_t empty_heads = 0;
+    heap* next_heap = nullptr;       // in heaps_, every heap made
+    heap* next_abandoned = nullptr;  // in abandoned_
   };
-  using thread_heaps = detail::thread_caches<basic_sharded_pages_probe, heap>;
+  // What a thread's directory holds for the probe: its heap.
+  struct heap_ref {
+    explicit heap_ref(heap* adopted) noexcept : h(adopted) {}
+    heap* h;
+  };
+  using thread_heaps = detail::thread_caches<basic_sharded_pages_probe, heap_ref>;
   friend thread_heaps;
-  // A thread's exit: its pages stay where they are, blocks freed into them later go unused, and
-  // everything goes back to upstream with the segments when the probe is destroyed. (An engine
-  // would hand them to the pages no thread owns, as mimalloc abandons a thread's pages.)
-  void absorb_exiting_cache(heap&) noexcept {}
+  // A thread exits (on that thread, while the probe is alive): its heap's pages with no block
+  // out go back, the rest stay in the heap, which is abandoned for the next thread to adopt.
+  void absorb_exiting_cache(heap_ref& ref) noexcept;
 
   void* do_allocate(std::size_t bytes, std::size_t alignment) override {
     if (bytes <= largest_pooled && alignment <= 16) [[likely]] {
@@ -178,7 +189,7 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
         if (detail::cache_link* const link = detail::this_thread_caches.last) [[likely]] {
           detail::begin_fast_use();
           if (link->owner.load(std::memory_order_relaxed) == this) [[likely]] {
-            if (page* const pg = thread_heaps::cache_of(link).queues[c].head) [[likely]] {
+            if (page* const pg = thread_heaps::cache_of(link).h->queues[c].head) [[likely]] {
               if (void* const block = pg->free) [[likely]] {
                 pg->free = *static_cast<void**>(block);
                 ++pg->used;
@@ -227,27 +238,18 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
         // heap's, no lookup of the thread's cache and no bracket (docs/size_class.md, "Owner
         // threads, priced": why an engine's trim() could do without one). From another thread
         // the block goes onto the page's atomic list.
-        if (pg->owner->thread != &detail::this_thread_caches) [[unlikely]]
+        if (pg->owner->thread.load(std::memory_order_relaxed) != &detail::this_thread_caches)
+            [[unlikely]]
           return free_from_other_thread(pg, p);
         *static_cast<void**>(p) = pg->free;
         pg->free = p;
-        const bool emptied = --pg->used == 0;
-        if ((emptied && (release_empty_heads || pg->owner->queues[c].head != pg)) || !pg->queued)
-            [[unlikely]]
+        if (needs_slow_path_after_free(*pg->owner, pg, c, --pg->used == 0)) [[unlikely]]
           return after_free_slow(pg);
         return;
       }
       *static_cast<void**>(p) = pg->free;
       pg->free = p;
-      // A page that empties while allocations come from it stays as it is, so a class used a
-      // block at a time takes no slow path; a full page rejoins its queue.
-      if constexpr (release_empty_heads) {
-        // A current page that empties is noted, so that it can go before memory held rises.
-        if (--pg->used == 0 || !pg->queued) [[unlikely]]
-          return after_free_slow(pg);
-        return;
-      }
-      if ((--pg->used == 0 && own_heap_.queues[c].head != pg) || !pg->queued) [[unlikely]]
+      if (needs_slow_path_after_free(own_heap_, pg, c, --pg->used == 0)) [[unlikely]]
         return after_free_slow(pg);
       return;
     }
@@ -259,12 +261,28 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
   }
 
   void* allocate_slow(unsigned c);
+  // After a free into pg (of class c, in h) by its owner: whether the page was full (out of
+  // its queue: it rejoins), or emptied and is not its class's current page (it goes back). A
+  // current page that empties stays, so that a class used a block at a time (a pair: one block
+  // allocated and freed) takes no slow path; with release_empty_heads it is noted once, so that
+  // it can go before memory held rises, and frees that empty it again find the note.
+  static bool needs_slow_path_after_free(const heap& h, const page* pg, unsigned c,
+                                         bool emptied) noexcept {
+    if (!pg->queued) return true;
+    if (!emptied) return false;
+    if (h.queues[c].head != pg) return true;
+    return release_empty_heads && !(h.empty_heads >> c & 1);
+  }
   // Requests no class takes, straight to upstream and back; with chunk pages counted in memory
   // held, and preceded by make_room as a page's chunk is (size_class's large blocks are too).
   void* allocate_large(std::size_t bytes, std::size_t alignment);
   void deallocate_large(void* p, std::size_t bytes, std::size_t alignment) noexcept;
-  // The calling thread's queues (owned pages: made on its first call).
+  // The calling thread's queues (owned pages: on its first call, an abandoned heap adopted or
+  // a new one made).
   heap& current_heap();
+  heap& adopt_or_make_heap();
+  // Owned pages: h's thread lets go of it; the next thread without a heap takes it.
+  void abandon(heap& h) noexcept;
   // Owned pages: pushes p onto pg's thread_free; if that takes the page's full_mark, links the
   // page into its heap's returned list.
   static void free_from_other_thread(page* pg, void* p) noexcept;
@@ -305,6 +323,8 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
   std::array<std::uint8_t, class_count> class_slices_{};  // a page's slices (growing: the most)
   std::array<std::uint8_t, class_count> next_slices_{};   // growing: the class's next page
   heap own_heap_;                                         // unowned pages
+  heap* heaps_ = nullptr;      // owned pages: every heap made, guarded by segments_mutex_
+  heap* abandoned_ = nullptr;  // owned pages: heaps of threads that exited, guarded by the same
   struct no_lock {
     void lock() noexcept {}
     void unlock() noexcept {}

@@ -76,6 +76,20 @@ live_block allocate_filled(std::pmr::memory_resource& r, std::size_t bytes, std:
   return b;
 }
 
+// The first block of each page of page_bytes (aligned to its size) among `blocks`, and the
+// others: freeing only the others leaves every page with a block out, so none empties.
+std::pair<std::vector<void*>, std::vector<void*>> one_block_a_page(
+    const std::vector<void*>& blocks, std::uintptr_t page_bytes) {
+  std::pair<std::vector<void*>, std::vector<void*>> kept_and_freed;
+  std::set<std::uintptr_t> pages;
+  for (void* block : blocks)
+    (pages.insert(reinterpret_cast<std::uintptr_t>(block) & ~(page_bytes - 1)).second
+         ? kept_and_freed.first
+         : kept_and_freed.second)
+        .push_back(block);
+  return kept_and_freed;
+}
+
 }  // namespace
 
 TEMPLATE_LIST_TEST_CASE(
@@ -253,12 +267,8 @@ TEMPLATE_LIST_TEST_CASE(
   std::vector<void*> blocks;
   for (std::size_t i = 0; i < count; ++i) blocks.push_back(probe.allocate(bytes, 8));
   std::vector<void*> kept, freed;
-  std::set<std::uintptr_t> pages;
-  for (void* block : blocks)
-    (pages.insert(reinterpret_cast<std::uintptr_t>(block) & ~(page_bytes - 1)).second ? kept
-                                                                                      : freed)
-        .push_back(block);
-  REQUIRE(pages.size() >= 3);
+  std::tie(kept, freed) = one_block_a_page(blocks, page_bytes);
+  REQUIRE(kept.size() >= 3);  // pages
   std::thread([&] {
     for (void* block : freed) probe.deallocate(block, bytes, 8);
   }).join();
@@ -328,6 +338,88 @@ TEMPLATE_LIST_TEST_CASE(
     }
   // A few MiB at most: the live set never exceeds 512 blocks of 4 KiB (2 MiB).
   CHECK(upstream.stats().peak_bytes_in_use <= std::size_t{8} << 20);
+}
+
+TEMPLATE_LIST_TEST_CASE(
+    "sharded_pages_probe_owned: a thread's pages outlive it, and the next thread adopts them",
+    "[bench][probe]", owned_geometries) {
+  counting_resource upstream(std::pmr::new_delete_resource());
+  TestType probe(&upstream);
+  // A thread allocates three pages' worth and exits with every block live; this thread frees
+  // all but one block of each page (into an abandoned heap: each free takes the path of a free
+  // from another thread; the kept block keeps each page from emptying, as in the test above).
+  // A later thread adopts the heap, collects those blocks, and gets them all again among twice
+  // as many allocations. A heap that died with its thread would strand them.
+  constexpr std::size_t bytes = 64;
+  constexpr std::size_t count = 3 * 128;
+  constexpr std::uintptr_t page_bytes = 128 * bytes;
+  std::vector<void*> blocks;
+  std::thread([&] {
+    for (std::size_t i = 0; i < count; ++i) blocks.push_back(probe.allocate(bytes, 8));
+  }).join();
+  std::vector<void*> kept, freed;
+  std::tie(kept, freed) = one_block_a_page(blocks, page_bytes);
+  for (void* block : freed) probe.deallocate(block, bytes, 8);
+  std::vector<void*> again;
+  std::thread([&] {
+    for (std::size_t i = 0; i < 2 * count; ++i) again.push_back(probe.allocate(bytes, 8));
+  }).join();
+  std::sort(freed.begin(), freed.end());
+  std::sort(again.begin(), again.end());
+  CHECK(std::includes(again.begin(), again.end(), freed.begin(), freed.end()));
+  for (void* block : again) probe.deallocate(block, bytes, 8);
+  for (void* block : kept) probe.deallocate(block, bytes, 8);
+}
+
+TEMPLATE_LIST_TEST_CASE(
+    "sharded_pages_probe_owned: threads that come and go, each freeing its predecessors' "
+    "blocks, keep them intact and memory held bounded",
+    "[bench][probe]", owned_geometries) {
+  counting_resource upstream(std::pmr::new_delete_resource());
+  TestType probe(&upstream);
+  // Generations of two threads at once. Each thread frees the blocks one thread of the
+  // previous generation left live (their heaps abandoned, or adopted by now: frees from
+  // another thread either way), then allocates 2,000 filled blocks of random sizes, frees half
+  // and leaves half live for the next generation. About 4 MB is live at a time; twenty
+  // generations allocate about 80 MB, which a probe that stranded exited threads' pages would
+  // hold.
+  constexpr int generations = 20;
+  constexpr int blocks_per_thread = 2'000;
+  std::array<std::vector<live_block>, 2> left{};
+  std::array<bool, 2> intact_all{true, true};
+  for (int g = 0; g < generations; ++g) {
+    std::array<std::vector<live_block>, 2> next{};
+    const auto worker = [&](int self) {
+      for (const live_block& b : left[1 - self]) {
+        if (!intact(b)) intact_all[self] = false;
+        probe.deallocate(b.address, b.bytes, 8);
+      }
+      std::mt19937 random(static_cast<unsigned>(g * 2 + self + 1));
+      std::uniform_int_distribution<std::size_t> size(1, 4096);
+      unsigned char fill = static_cast<unsigned char>(self * 100 + 1);
+      for (int i = 0; i < blocks_per_thread; ++i) {
+        const live_block b = allocate_filled(probe, size(random), 8, fill);
+        if (i % 2 == 0)
+          next[self].push_back(b);
+        else
+          probe.deallocate(b.address, b.bytes, 8);
+      }
+    };
+    std::thread first(worker, 0);
+    std::thread second(worker, 1);
+    first.join();
+    second.join();
+    left = std::move(next);
+  }
+  CHECK(intact_all[0]);
+  CHECK(intact_all[1]);
+  for (const std::vector<live_block>& blocks : left)
+    for (const live_block& b : blocks) {
+      CHECK(intact(b));
+      probe.deallocate(b.address, b.bytes, 8);
+    }
+  // Two generations live at most (the one freeing, the one allocating): about 8 MB.
+  CHECK(upstream.stats().peak_bytes_in_use <= std::size_t{24} << 20);
 }
 
 TEST_CASE("sharded_pages_probe_chunks: an emptied current page goes before memory held rises",
