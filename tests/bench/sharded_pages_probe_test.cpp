@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory_resource>
 #include <mutex>
 #include <random>
@@ -88,6 +89,44 @@ std::pair<std::vector<void*>, std::vector<void*>> one_block_a_page(
          : kept_and_freed.second)
         .push_back(block);
   return kept_and_freed;
+}
+
+// Runs a step of a test on this thread, or on a new one that it joins.
+using on_thread = void (*)(const std::function<void()>& step);
+void on_this_thread(const std::function<void()>& step) { step(); }
+void on_new_thread(const std::function<void()>& step) { std::thread(step).join(); }
+
+// Three pages' worth of 64-byte blocks (pages of 128 blocks, 8 KiB aligned to their size; a
+// chunk gives two to its descriptor) allocated by one step, all but one block of each page freed
+// by the next, then twice as many allocated by the last: every freed block comes back among
+// them. The kept block keeps each page from emptying and going back to be formatted anew (in
+// spans, empty chunks of a span in use come before kept ones), so each page rejoins its class's
+// queue, whose blocks come before new pages (the last page's never-used blocks may come first).
+template <class Probe>
+void check_freed_blocks_come_back(Probe& probe, on_thread allocate_on, on_thread free_on,
+                                  on_thread allocate_again_on) {
+  constexpr std::size_t bytes = 64;
+  constexpr std::size_t count = 3 * 128;
+  constexpr std::uintptr_t page_bytes = 128 * bytes;
+  std::vector<void*> blocks;
+  allocate_on([&] {
+    for (std::size_t i = 0; i < count; ++i) blocks.push_back(probe.allocate(bytes, 8));
+  });
+  std::vector<void*> kept, freed;
+  std::tie(kept, freed) = one_block_a_page(blocks, page_bytes);
+  REQUIRE(kept.size() >= 3);  // pages
+  free_on([&] {
+    for (void* block : freed) probe.deallocate(block, bytes, 8);
+  });
+  std::vector<void*> again;
+  allocate_again_on([&] {
+    for (std::size_t i = 0; i < 2 * count; ++i) again.push_back(probe.allocate(bytes, 8));
+  });
+  std::sort(freed.begin(), freed.end());
+  std::sort(again.begin(), again.end());
+  CHECK(std::includes(again.begin(), again.end(), freed.begin(), freed.end()));
+  for (void* block : again) probe.deallocate(block, bytes, 8);
+  for (void* block : kept) probe.deallocate(block, bytes, 8);
 }
 
 }  // namespace
@@ -254,31 +293,9 @@ TEMPLATE_LIST_TEST_CASE(
     "[bench][probe]", owned_geometries) {
   counting_resource upstream(std::pmr::new_delete_resource());
   TestType probe(&upstream);
-  // Three pages' worth (pages of 128 blocks of 64 bytes, 8 KiB aligned to their size; a chunk
-  // gives two to its descriptor): the pages before the last are full, so their blocks come back
-  // through the returned list, the last one's through its own list. One block of each page
-  // stays, so that no page empties and goes back to be formatted anew (in spans, empty chunks of
-  // a span in use come before kept ones): each rejoins its class's queue, and twice as many
-  // allocations afterwards (the last page's never-used blocks may come first, then new pages)
-  // reuse every freed block.
-  constexpr std::size_t bytes = 64;
-  constexpr std::size_t count = 3 * 128;
-  constexpr std::uintptr_t page_bytes = 128 * bytes;
-  std::vector<void*> blocks;
-  for (std::size_t i = 0; i < count; ++i) blocks.push_back(probe.allocate(bytes, 8));
-  std::vector<void*> kept, freed;
-  std::tie(kept, freed) = one_block_a_page(blocks, page_bytes);
-  REQUIRE(kept.size() >= 3);  // pages
-  std::thread([&] {
-    for (void* block : freed) probe.deallocate(block, bytes, 8);
-  }).join();
-  std::vector<void*> again;
-  for (std::size_t i = 0; i < 2 * count; ++i) again.push_back(probe.allocate(bytes, 8));
-  std::sort(freed.begin(), freed.end());
-  std::sort(again.begin(), again.end());
-  CHECK(std::includes(again.begin(), again.end(), freed.begin(), freed.end()));
-  for (void* block : again) probe.deallocate(block, bytes, 8);
-  for (void* block : kept) probe.deallocate(block, bytes, 8);
+  // The pages before the last are full, so their blocks come back through the returned list,
+  // the last one's through its own list.
+  check_freed_blocks_come_back(probe, on_this_thread, on_new_thread, on_this_thread);
 }
 
 TEMPLATE_LIST_TEST_CASE(
@@ -345,30 +362,10 @@ TEMPLATE_LIST_TEST_CASE(
     "[bench][probe]", owned_geometries) {
   counting_resource upstream(std::pmr::new_delete_resource());
   TestType probe(&upstream);
-  // A thread allocates three pages' worth and exits with every block live; this thread frees
-  // all but one block of each page (into an abandoned heap: each free takes the path of a free
-  // from another thread; the kept block keeps each page from emptying, as in the test above).
-  // A later thread adopts the heap, collects those blocks, and gets them all again among twice
-  // as many allocations. A heap that died with its thread would strand them.
-  constexpr std::size_t bytes = 64;
-  constexpr std::size_t count = 3 * 128;
-  constexpr std::uintptr_t page_bytes = 128 * bytes;
-  std::vector<void*> blocks;
-  std::thread([&] {
-    for (std::size_t i = 0; i < count; ++i) blocks.push_back(probe.allocate(bytes, 8));
-  }).join();
-  std::vector<void*> kept, freed;
-  std::tie(kept, freed) = one_block_a_page(blocks, page_bytes);
-  for (void* block : freed) probe.deallocate(block, bytes, 8);
-  std::vector<void*> again;
-  std::thread([&] {
-    for (std::size_t i = 0; i < 2 * count; ++i) again.push_back(probe.allocate(bytes, 8));
-  }).join();
-  std::sort(freed.begin(), freed.end());
-  std::sort(again.begin(), again.end());
-  CHECK(std::includes(again.begin(), again.end(), freed.begin(), freed.end()));
-  for (void* block : again) probe.deallocate(block, bytes, 8);
-  for (void* block : kept) probe.deallocate(block, bytes, 8);
+  // A thread allocates and exits with every block live; this thread frees into its abandoned
+  // heap (each free takes the path of a free from another thread); a later thread adopts the
+  // heap and collects them. A heap that died with its thread would strand them.
+  check_freed_blocks_come_back(probe, on_new_thread, on_this_thread, on_new_thread);
 }
 
 TEMPLATE_LIST_TEST_CASE(
