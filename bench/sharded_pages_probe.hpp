@@ -370,8 +370,8 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
   std::size_t empty_bytes_ = 0;  // in kept empty spans
   std::size_t held_ = 0;         // bytes from upstream in spans
   std::size_t peak_held_ = 0;
-  // Detaches every thread's heap when destroyed (after the destructor has returned the segments:
-  // a heap holds only links into them).
+  // Owned pages: each thread's reference to its heap (the destructor detaches them before the
+  // heaps and the memory go).
   struct no_heaps {};
   [[no_unique_address]] std::conditional_t<owned_pages, thread_heaps, no_heaps> thread_heaps_{};
 };
