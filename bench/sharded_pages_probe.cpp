@@ -5,6 +5,7 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <thread>
 #include <utility>
 
 namespace pmrkit::bench {
@@ -162,11 +163,10 @@ auto basic_sharded_pages_probe<G>::format(page* pg, unsigned c, unsigned k, std:
   const std::uint32_t size = class_size_[c];
   std::destroy_at(pg);
   std::construct_at(pg);
-  pg->block_size = size;
   pg->size_class = static_cast<std::uint8_t>(c);
   pg->slices = static_cast<std::uint8_t>(k);
   pg->unthreaded = first;
-  pg->never_used = static_cast<std::uint32_t>((end - first) / size);
+  pg->never_used = static_cast<std::uint16_t>((end - first) / size);
   return pg;
 }
 
@@ -197,7 +197,7 @@ void basic_sharded_pages_probe<G>::deallocate_large(void* p, std::size_t bytes,
 template <probe_geometry G>
 auto basic_sharded_pages_probe<G>::current_heap() -> heap& {
   if constexpr (owned_pages) {
-    if (heap_ref* const ref = thread_heaps_.find(this)) return *ref->h;
+    if (heap* const h = thread_heaps_.find(this)) return *h;
     return adopt_or_make_heap();
   } else {
     return own_heap_;
@@ -206,53 +206,79 @@ auto basic_sharded_pages_probe<G>::current_heap() -> heap& {
 
 template <probe_geometry G>
 auto basic_sharded_pages_probe<G>::adopt_or_make_heap() -> heap& {
-  heap* h = nullptr;
-  {
-    const std::lock_guard lock(segments_mutex_);
-    if ((h = abandoned_)) {
-      abandoned_ = h->next_abandoned;
-    } else {
-      h = new heap{};
-      h->next_heap = heaps_;
-      heaps_ = h;
-    }
-    // Under the lock that ordered the last owner's writes to the heap before these.
-    h->thread.store(&detail::this_thread_caches, std::memory_order_relaxed);
-  }
   if constexpr (owned_pages) {
-    if (!thread_heaps_.make(this, h)) {
-      // The thread is past its exit hook: it cannot own a heap.
-      abandon(*h);
-      throw std::bad_alloc();
+    heap* const spare = new heap{};
+    {
+      const std::lock_guard lock(segments_mutex_);
+      spare->next_heap = heaps_;
+      heaps_ = spare;
     }
+    heap* const h = thread_heaps_.make(this);
+    if (!h) throw std::bad_alloc();  // the thread is past its exit hook: it cannot own a heap
+    h->spare = spare;
+    const std::lock_guard lock(segments_mutex_);
+    if (heap* const abandoned = abandoned_) {
+      // Under the lock that ordered the exiting owner's writes to the pages before these.
+      abandoned_ = abandoned->next_abandoned;
+      move_pages(*abandoned, *h, &detail::this_thread_caches);
+    }
+    return *h;
+  } else {
+    return own_heap_;
   }
-  return *h;
 }
 
 template <probe_geometry G>
-void basic_sharded_pages_probe<G>::absorb_exiting_cache(heap_ref& ref) noexcept {
-  heap& h = *ref.h;
-  take_returned(h);
-  for (page_queue& q : h.queues)
-    for (page* pg = q.head; pg;) {
-      page* const next = pg->next;
-      collect(pg);
-      if (pg->used == 0) {
-        remove(q, pg);
-        release_page(pg);
-      }
-      pg = next;
+void basic_sharded_pages_probe<G>::move_pages(heap& from, heap& to, const void* thread) noexcept {
+  for (unsigned c = 0; c < class_count; ++c) {
+    for (page* pg = from.queues[c].head; pg; pg = pg->next) {
+      pg->owner = &to;
+      pg->thread.store(thread, std::memory_order_relaxed);
     }
-  h.empty_heads = 0;
-  abandon(h);
+    to.queues[c] = std::exchange(from.queues[c], page_queue{});
+  }
 }
 
 template <probe_geometry G>
-void basic_sharded_pages_probe<G>::abandon(heap& h) noexcept {
-  const std::lock_guard lock(segments_mutex_);
-  h.thread.store(nullptr, std::memory_order_relaxed);
-  h.next_abandoned = abandoned_;
-  abandoned_ = &h;
+void basic_sharded_pages_probe<G>::absorb_exiting_cache(heap& h) noexcept {
+  if constexpr (owned_pages) {
+    // Take back each full page's mark. Where another thread's free took it first, that free
+    // links the page into h.returned: wait until every such page is there, so that none is
+    // still on its way into this heap when the heap goes.
+    std::size_t on_their_way = 0;
+    for (page* pg = h.full.head; pg; pg = pg->next) {
+      std::uintptr_t marked = full_mark;
+      if (!pg->thread_free.compare_exchange_strong(marked, 0, std::memory_order_acq_rel,
+                                                   std::memory_order_relaxed))
+        ++on_their_way;
+    }
+    while (on_their_way != 0) {
+      if (page* const list = h.returned.exchange(nullptr, std::memory_order_acquire))
+        on_their_way -= take_returned(h, list);
+      else
+        std::this_thread::yield();
+    }
+    // The full pages left, unmarked, join their queues: the adopter finds them dry and marks
+    // them again. Then every page with no block out goes back, and the rest move to the spare.
+    while (page* const pg = h.full.head) {
+      remove(h.full, pg);
+      push_back(h.queues[pg->size_class], pg);
+    }
+    for (page_queue& q : h.queues)
+      for (page* pg = q.head; pg;) {
+        page* const next = pg->next;
+        collect(pg);
+        if (pg->used == 0) {
+          remove(q, pg);
+          release_page(pg);
+        }
+        pg = next;
+      }
+    move_pages(h, *h.spare, nullptr);
+    const std::lock_guard lock(segments_mutex_);
+    h.spare->next_abandoned = abandoned_;
+    abandoned_ = h.spare;
+  }
 }
 
 template <probe_geometry G>
@@ -269,7 +295,7 @@ void basic_sharded_pages_probe<G>::free_from_other_thread(page* pg, void* p) noe
   heap* const owner = pg->owner;
   page* head = owner->returned.load(std::memory_order_relaxed);
   do {
-    pg->next = head;
+    pg->next_returned = head;
   } while (!owner->returned.compare_exchange_weak(head, pg, std::memory_order_release,
                                                   std::memory_order_relaxed));
 }
@@ -289,10 +315,11 @@ void basic_sharded_pages_probe<G>::collect(page* pg) noexcept {
 }
 
 template <probe_geometry G>
-void basic_sharded_pages_probe<G>::take_returned(heap& h) noexcept {
-  page* pg = h.returned.exchange(nullptr, std::memory_order_acquire);
-  while (pg) {
-    page* const next = pg->next;
+std::size_t basic_sharded_pages_probe<G>::take_returned(heap& h, page* list) noexcept {
+  std::size_t count = 0;
+  for (page* pg = list; pg; ++count) {
+    page* const next = pg->next_returned;
+    remove(h.full, pg);
     collect(pg);
     if (pg->used != 0)
       push_back(h.queues[pg->size_class], pg);
@@ -300,19 +327,23 @@ void basic_sharded_pages_probe<G>::take_returned(heap& h) noexcept {
       release_page(pg);
     pg = next;
   }
+  return count;
 }
 
 template <probe_geometry G>
 void* basic_sharded_pages_probe<G>::allocate_slow(unsigned c) {
   heap& h = current_heap();
   if constexpr (owned_pages)
-    if (h.returned.load(std::memory_order_relaxed)) take_returned(h);
+    if (h.returned.load(std::memory_order_relaxed))
+      take_returned(h, h.returned.exchange(nullptr, std::memory_order_acquire));
   page_queue& q = h.queues[c];
   for (;;) {
     page* pg = q.head;
     if (!pg) {
       pg = new_page(h, c);
       pg->owner = &h;
+      if constexpr (owned_pages)
+        pg->thread.store(&detail::this_thread_caches, std::memory_order_relaxed);
       push_front(q, pg);
     }
     // Blocks other threads freed first, then never-used ones.
@@ -321,8 +352,9 @@ void* basic_sharded_pages_probe<G>::allocate_slow(unsigned c) {
     if (!pg->free && pg->never_used != 0) {
       // Thread the next 4 KiB of never-used blocks, lowest address first, as mimalloc extends
       // a page: a fresh page is touched as it fills, not all at once.
-      const std::uint32_t size = pg->block_size;
-      const std::uint32_t count = std::min(pg->never_used, std::max<std::uint32_t>(1, 4096 / size));
+      const std::uint32_t size = class_size_[c];
+      const auto count = static_cast<std::uint16_t>(
+          std::min<std::uint32_t>(pg->never_used, std::max<std::uint32_t>(1, 4096 / size)));
       std::byte* block = pg->unthreaded;
       for (std::size_t i = 1; i < count; ++i, block += size)
         *reinterpret_cast<void**>(block) = block + size;
@@ -341,9 +373,13 @@ void* basic_sharded_pages_probe<G>::allocate_slow(unsigned c) {
       // Marked only once out of the queue: the free that takes the mark links the page into
       // the heap's returned list. A block freed meanwhile on another thread fails the mark.
       std::uintptr_t none = 0;
-      if (!pg->thread_free.compare_exchange_strong(none, full_mark, std::memory_order_acq_rel,
-                                                   std::memory_order_relaxed))
+      if (pg->thread_free.compare_exchange_strong(none, full_mark, std::memory_order_acq_rel,
+                                                  std::memory_order_relaxed)) {
+        push_back(h.full, pg);
+        pg->queued = false;
+      } else {
         push_front(q, pg);
+      }
     }
   }
 }
@@ -355,9 +391,12 @@ void basic_sharded_pages_probe<G>::after_free_slow(page* pg) noexcept {
     // Full: taking its mark back takes the page back, unless another thread's free took it
     // first and linked the page into the returned list.
     std::uintptr_t marked = full_mark;
-    if (!pg->queued && !pg->thread_free.compare_exchange_strong(
-                           marked, 0, std::memory_order_acq_rel, std::memory_order_relaxed))
-      return;
+    if (!pg->queued) {
+      if (!pg->thread_free.compare_exchange_strong(marked, 0, std::memory_order_acq_rel,
+                                                   std::memory_order_relaxed))
+        return;
+      remove(pg->owner->full, pg);
+    }
   }
   if (pg->used != 0) {
     push_back(q, pg);  // was full

@@ -115,12 +115,21 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
     // owner to collect; full_mark while the page is full, out of its queue, and its owner wants
     // to hear of the first block that comes back.
     std::atomic<std::uintptr_t> thread_free{0};
-    std::byte* unthreaded = nullptr;  // the first block never threaded onto `free`
-    page* prev = nullptr;             // in the class's queue (or the heap's returned list: next)
+    union {
+      std::byte* unthreaded = nullptr;  // the first block never threaded onto `free`
+      // Owned pages, while full and marked (every block threaded long since): the next page of
+      // its heap's returned list, written by the free that took the mark.
+      page* next_returned;
+    };
+    // Owned pages: the owner's thread, the address of its directory (unique among live
+    // threads), which a free compares with its own without reading the heap; null while the
+    // page's heap is abandoned, so that every free takes the path of a free from another
+    // thread, even on a new thread that got a dead one's directory address.
+    std::atomic<const void*> thread{nullptr};
+    page* prev = nullptr;  // in the class's queue, or (full, owned pages) the heap's full list
     page* next = nullptr;
-    std::uint32_t used = 0;  // blocks out, those on thread_free included
-    std::uint32_t block_size = 0;
-    std::uint32_t never_used = 0;  // blocks from `unthreaded` on
+    std::uint16_t used = 0;        // blocks out, those on thread_free included
+    std::uint16_t never_used = 0;  // blocks from `unthreaded` on
     std::uint8_t size_class = 0;
     std::uint8_t slices = 0;
     // Growing pages: in the descriptor of each slice of a page, how far the page's first slice
@@ -148,38 +157,36 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
   static constexpr std::size_t class_count = 36;  // 16-128 by 16, then 4 a doubling to 16 KiB
   static_assert(class_count <= 64);               // a bit each in heap::empty_heads
 
-  // The page queues, one per class: the probe's own, or (owned pages) one per thread, found
-  // through the engine's thread-cache directory (thread_cache_directory.hpp) as size_class's
-  // caches are. A thread's heap belongs to the probe, not to the thread: when the thread exits
-  // its heap is abandoned with the pages in it, and the next thread that needs a heap adopts it
-  // (mimalloc abandons a thread's segments and reclaims them the same way), so blocks freed
-  // into a dead thread's pages are used again and its pages can empty.
+  // The page queues, one per class: the probe's own, or (owned pages) one per thread, kept in
+  // the engine's thread-cache directory (thread_cache_directory.hpp) as size_class's caches
+  // are. When a thread exits its pages move to a heap of the probe's, abandoned, which the next
+  // thread to make a heap adopts (mimalloc abandons a thread's segments and reclaims them so),
+  // so blocks freed into a dead thread's pages are used again and its pages can empty.
   struct heap {
     std::array<page_queue, class_count> queues{};
-    // The thread that owns the heap (owned pages): the address of its directory, unique among
-    // live threads; null while the heap is abandoned, so that every free into its pages takes
-    // the path of a free from another thread, even on a new thread that got the dead one's
-    // directory address.
-    std::atomic<const void*> thread{nullptr};
-    // Full pages to which another thread freed a block, linked through next: the first such
-    // free takes the page's full_mark and links it here, once; the owner puts them back in their
-    // queues at its next slow path.
+    // Owned pages: full pages, out of their queues, each carrying full_mark until a block
+    // comes back.
+    page_queue full;
+    // Full pages to which another thread freed a block, linked through next_returned: the
+    // first such free takes the page's full_mark and links it here, once; the owner puts them
+    // back in their queues at its next slow path.
     std::atomic<page*> returned{nullptr};
     // release_empty_heads: bit c, class c's current page emptied since the heap last looked.
     std::uint64_t empty_heads = 0;
-    heap* next_heap = nullptr;       // in heaps_, every heap made
+    // Owned pages, a thread's heap: the probe's heap its pages move to when the thread exits,
+    // made with this one, so that an exit needs no allocation.
+    heap* spare = nullptr;
+    heap* next_heap = nullptr;       // the probe's heaps: in heaps_, every one made
     heap* next_abandoned = nullptr;  // in abandoned_
   };
-  // What a thread's directory holds for the probe: its heap.
-  struct heap_ref {
-    explicit heap_ref(heap* adopted) noexcept : h(adopted) {}
-    heap* h;
-  };
-  using thread_heaps = detail::thread_caches<basic_sharded_pages_probe, heap_ref>;
+  using thread_heaps = detail::thread_caches<basic_sharded_pages_probe, heap>;
   friend thread_heaps;
-  // A thread exits (on that thread, while the probe is alive): its heap's pages with no block
-  // out go back, the rest stay in the heap, which is abandoned for the next thread to adopt.
-  void absorb_exiting_cache(heap_ref& ref) noexcept;
+  // A thread exits (on that thread, while the probe is alive): its pages with no block out go
+  // back, the rest move to its spare heap, abandoned for the next thread to adopt. Each full
+  // page's mark is taken back first, or, where another thread's free took it, the page waited
+  // for until that free has linked it into the returned list: after that no free reads the
+  // dying heap.
+  void absorb_exiting_cache(heap& h) noexcept;
 
   void* do_allocate(std::size_t bytes, std::size_t alignment) override {
     if (bytes <= largest_pooled && alignment <= 16) [[likely]] {
@@ -189,7 +196,7 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
         if (detail::cache_link* const link = detail::this_thread_caches.last) [[likely]] {
           detail::begin_fast_use();
           if (link->owner.load(std::memory_order_relaxed) == this) [[likely]] {
-            if (page* const pg = thread_heaps::cache_of(link).h->queues[c].head) [[likely]] {
+            if (page* const pg = thread_heaps::cache_of(link).queues[c].head) [[likely]] {
               if (void* const block = pg->free) [[likely]] {
                 pg->free = *static_cast<void**>(block);
                 ++pg->used;
@@ -235,11 +242,10 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
       }
       if constexpr (owned_pages) {
         // A free on the thread whose heap owns the page: the thread's identity against the
-        // heap's, no lookup of the thread's cache and no bracket (docs/size_class.md, "Owner
+        // page's, no lookup of the thread's cache and no bracket (docs/size_class.md, "Owner
         // threads, priced": why an engine's trim() could do without one). From another thread
         // the block goes onto the page's atomic list.
-        if (pg->owner->thread.load(std::memory_order_relaxed) != &detail::this_thread_caches)
-            [[unlikely]]
+        if (pg->thread.load(std::memory_order_relaxed) != &detail::this_thread_caches) [[unlikely]]
           return free_from_other_thread(pg, p);
         *static_cast<void**>(p) = pg->free;
         pg->free = p;
@@ -280,17 +286,18 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
   // The calling thread's queues (owned pages: on its first call, an abandoned heap adopted or
   // a new one made).
   heap& current_heap();
+  // Owned pages: the calling thread's first heap, with the pages of an abandoned one if any.
   heap& adopt_or_make_heap();
-  // Owned pages: h's thread lets go of it; the next thread without a heap takes it.
-  void abandon(heap& h) noexcept;
+  // Owned pages: moves every page of `from` into `to` (an empty heap), each owned by `thread`.
+  static void move_pages(heap& from, heap& to, const void* thread) noexcept;
+  // Owned pages: the pages of a returned list back into their queues, or released if empty;
+  // how many there were.
+  std::size_t take_returned(heap& h, page* list) noexcept;
   // Owned pages: pushes p onto pg's thread_free; if that takes the page's full_mark, links the
   // page into its heap's returned list.
   static void free_from_other_thread(page* pg, void* p) noexcept;
   // Owned pages, on the owner's thread: moves the blocks on thread_free onto free.
   static void collect(page* pg) noexcept;
-  // Owned pages: the heap's returned pages back into their queues (or to their segments, if
-  // every block came back).
-  void take_returned(heap& h) noexcept;
   void after_free_slow(page* pg) noexcept;
   // Gives an empty page back: its slices to its segment, or (chunk pages) its chunk to
   // keep_or_free.
@@ -323,8 +330,8 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
   std::array<std::uint8_t, class_count> class_slices_{};  // a page's slices (growing: the most)
   std::array<std::uint8_t, class_count> next_slices_{};   // growing: the class's next page
   heap own_heap_;                                         // unowned pages
-  heap* heaps_ = nullptr;      // owned pages: every heap made, guarded by segments_mutex_
-  heap* abandoned_ = nullptr;  // owned pages: heaps of threads that exited, guarded by the same
+  heap* heaps_ = nullptr;      // owned pages: the probe's heaps, guarded by segments_mutex_
+  heap* abandoned_ = nullptr;  // owned pages: the pages of threads that exited, guarded by the same
   struct no_lock {
     void lock() noexcept {}
     void unlock() noexcept {}
