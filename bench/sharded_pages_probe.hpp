@@ -24,8 +24,8 @@
 //                             by allocation as size_class finds a thread's cache
 //                             (thread_cache_directory.hpp: the thread's last cache, each use
 //                             bracketed for trim()), and a free pushes onto its page only if
-//                             the calling thread owns the page's heap; a free on another
-//                             thread pushes onto the page's atomic list, which the owner
+//                             the calling thread owns it (its identity is in the page); a free
+//                             on another thread pushes onto the page's atomic list, which the owner
 //                             collects when the page runs dry, and a full page's first such
 //                             free hands the page back to its owner (mimalloc's delayed free,
 //                             simplified): the price of owner threads, measured
@@ -50,8 +50,8 @@
 //
 // What it leaves out, and a strategy could not: statistics, trim and max_retained (segments
 // never go back before the probe is destroyed, which returns everything to upstream; chunk
-// pages keep at most 4 MiB of empty chunks). A thread's exit abandons its heap (owned pages:
-// empty pages go back, the rest stay in the heap, which the next thread without one adopts).
+// pages keep at most 4 MiB of empty chunks). A thread's exit hands its pages on (owned pages:
+// empty ones go back, the rest wait, abandoned, for the next thread that makes a heap).
 // Requests above 16 KiB, or aligned past 16, go straight to upstream and back (in the chunk
 // geometries after the same make-room step as a new chunk, as size_class's large blocks do).
 // It does not own upstream, which must outlive it.
