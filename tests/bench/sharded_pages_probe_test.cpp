@@ -374,12 +374,12 @@ TEMPLATE_LIST_TEST_CASE(
     "[bench][probe]", owned_geometries) {
   counting_resource upstream(std::pmr::new_delete_resource());
   TestType probe(&upstream);
-  // Each round a thread fills sixteen pages of 64-byte blocks and exits while another frees
-  // those blocks, one of each page first: the frees that take a full page's mark race with the
-  // exit taking the marks back, and the exit must wait for those that won, or they would link
+  // Each round a thread fills sixteen pages of 64-byte blocks and exits while another frees those
+  // blocks, every 128th first (about one a page): the frees that take a full page's mark race with
+  // the exit taking the marks back, and the exit must wait for those that won, or they would link
   // their pages into a heap that is gone (or into the abandoned one, whose queue holds them
-  // already). Every block comes back to the next round's threads, so memory held stays that of
-  // a round or two.
+  // already). Every block comes back to the next round's threads, so memory held stays that of a
+  // round or two.
   constexpr int rounds = 100;
   constexpr int blocks_per_round = 16 * 128;
   bool intact_all = true;
