@@ -207,21 +207,32 @@ auto basic_sharded_pages_probe<G>::current_heap() -> heap& {
 template <probe_geometry G>
 auto basic_sharded_pages_probe<G>::adopt_or_make_heap() -> heap& {
   if constexpr (owned_pages) {
-    heap* const spare = new heap{};
+    // The spare is an abandoned heap if there is one (its pages come to this thread, and the
+    // emptied heap serves as the spare, so heaps do not pile up as threads come and go), else a
+    // new one, made before the thread's heap so that nothing is left half done if it throws.
+    heap* spare = nullptr;
     {
+      const std::lock_guard lock(segments_mutex_);
+      if ((spare = abandoned_)) abandoned_ = spare->next_abandoned;
+    }
+    if (!spare) {
+      spare = new heap{};
       const std::lock_guard lock(segments_mutex_);
       spare->next_heap = heaps_;
       heaps_ = spare;
     }
     heap* const h = thread_heaps_.make(this);
-    if (!h) throw std::bad_alloc();  // the thread is past its exit hook: it cannot own a heap
-    h->spare = spare;
     const std::lock_guard lock(segments_mutex_);
-    if (heap* const abandoned = abandoned_) {
-      // Under the lock that ordered the exiting owner's writes to the pages before these.
-      abandoned_ = abandoned->next_abandoned;
-      move_pages(*abandoned, *h, &detail::this_thread_caches);
+    if (!h) {
+      // The thread is past its exit hook: it cannot own a heap. The spare, and any pages in
+      // it, wait for the next thread.
+      spare->next_abandoned = abandoned_;
+      abandoned_ = spare;
+      throw std::bad_alloc();
     }
+    // Under the lock that ordered the exiting owner's writes to the pages before these.
+    move_pages(*spare, *h, &detail::this_thread_caches);
+    h->spare = spare;
     return *h;
   } else {
     return own_heap_;

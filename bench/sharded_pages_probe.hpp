@@ -173,8 +173,8 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
     std::atomic<page*> returned{nullptr};
     // release_empty_heads: bit c, class c's current page emptied since the heap last looked.
     std::uint64_t empty_heads = 0;
-    // Owned pages, a thread's heap: the probe's heap its pages move to when the thread exits,
-    // made with this one, so that an exit needs no allocation.
+    // Owned pages, a thread's heap: the probe's heap its pages move to when the thread exits
+    // (the abandoned heap it adopted, or one made with it), so that an exit allocates nothing.
     heap* spare = nullptr;
     heap* next_heap = nullptr;       // the probe's heaps: in heaps_, every one made
     heap* next_abandoned = nullptr;  // in abandoned_
