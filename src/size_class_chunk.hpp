@@ -49,6 +49,10 @@ struct chunk_header {
   std::uint32_t free_count = 0;  // blocks whose bit is set
   std::uint32_t capacity = 0;
   chunk_state state = chunk_state::partial;
+  // The free_count from which a block coming back moves the chunk in its store (the store's
+  // count_back keeps it): below it, a returning block is only counted. 16 bits: a chunk holds
+  // at most 512 blocks (size_class_engine.cpp checks the layouts).
+  std::uint16_t next_move = 0;
 
   // Blocks out of the shared store: allocated, or in some thread's cache.
   std::uint32_t blocks_out() const noexcept { return capacity - free_count; }

@@ -18,7 +18,8 @@ namespace {
 // Every class's blocks fill seven eighths of its chunk wherever the header lands, and a
 // returning block costs one metadata line (its chunk's bitmap shares the header's line: at most
 // four words, 256 blocks, which only the 8-byte class overfills), at the smallest chunk_size,
-// the default and the largest (size_class_chunk.hpp).
+// the default and the largest (size_class_chunk.hpp). No chunk has more than 512 block places,
+// so chunk_header's 16-bit next_move holds any count.
 constexpr bool every_layout_is_lean() {
   for (const std::size_t chunk_size :
        {smallest_chunk_bytes, size_class_options{}.chunk_size, largest_chunk_bytes}) {
@@ -30,6 +31,7 @@ constexpr bool every_layout_is_lean() {
       if (size >= 16 && layout.bitmap_words * sizeof(std::uint64_t) + chunk_header_space > 64)
         return false;
       if (layout.first_header % 64 != 32) return false;
+      if (layout.slots > 512) return false;
     }
   }
   return true;
