@@ -133,8 +133,8 @@ std::size_t walk(const json_node& node) {
 // ---------------------------------------------------------------- one op, phase by phase
 
 // The read and destroy phases of both map ops: every key looked up, the map iterated (each
-// entry weighed by `weigh`, so nothing is optimised away), then every other key erased in key
-// order and the rest destroyed with the map.
+// entry weighed by `weigh`, so nothing is optimised away), then every other key erased in the
+// order the keys were inserted (not the map's order) and the rest destroyed with the map.
 template <class Map, class Weigh>
 void read_then_destroy(std::optional<Map>& map, std::pmr::memory_resource* r, phase_timer& timer,
                        Weigh weigh) {
