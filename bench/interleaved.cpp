@@ -2,7 +2,8 @@
 // every subject once per round, in a new random order each round, each phase reported as the
 // median of its per-round ratios to the first subject (paired_stats.hpp).
 //
-//   pmrkit_interleaved [--rounds N] [--seed S] [--warm] [--workload NAME]... [SUBJECT]...
+//   pmrkit_interleaved [--rounds N] [--seed S] [--warm] [--workload NAME]... [--json FILE]
+//                      [SUBJECT]...
 //
 // SUBJECT is a strategy spec ("size_class", "size_class:thread_cache=0", ...), "mimalloc_plain",
 // "bare_list" or a probe (sharded_pages_probe.hpp: "sharded_pages_probe", "..._1m", "..._grow",
@@ -13,7 +14,9 @@
 // mimalloc_plain size_class size_class/fresh. --warm
 // runs each subject's op twice in a row and times the second, so an op starts with its own
 // memory in the caches; without it, an op starts after the other subjects' ops. The heap is
-// warm as in pmrkit_bench (heap_state.hpp).
+// warm as in pmrkit_bench (heap_state.hpp). --json FILE also writes what the tables show, for
+// the main job's report (bench/report/run.py): per workload, each subject's median time per
+// phase and, past the reference, its median ratio, rounds faster and slower, and p.
 //
 // Where pmrkit_bench's rows each run in a process of their own, which the report repeats and
 // interleaves (bench/report/run.py), here the subjects share one process: the round-to-round
@@ -22,8 +25,10 @@
 // the process: its heap, and the caches each op finds after the others (docs/benchmarks.md,
 // "Interleaved in one process").
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <iostream>
 #include <memory>
@@ -49,13 +54,14 @@ struct options {
   std::uint64_t seed = 1;
   bool warm = false;
   std::vector<std::string> workloads;  // empty: all
+  std::string json_path;               // empty: none
   std::vector<std::string> subjects;
 };
 
 [[noreturn]] void usage_error(const std::string& message) {
   std::cerr << "pmrkit_interleaved: " << message
             << "\nusage: pmrkit_interleaved [--rounds N] [--seed S] [--warm] [--workload NAME]... "
-               "[SUBJECT[/fresh]]...\n";
+               "[--json FILE] [SUBJECT[/fresh]]...\n";
   std::exit(2);
 }
 
@@ -87,6 +93,8 @@ options parse(int argc, char** argv) {
       o.seed = parse_count(arg, value(arg), 0);
     } else if (arg == "--warm") {
       o.warm = true;
+    } else if (arg == "--json") {
+      o.json_path = value(arg);
     } else if (arg == "--workload") {
       std::string name = value(arg);
       const bool known = std::any_of(container_workloads.begin(), container_workloads.end(),
@@ -191,6 +199,74 @@ void print_workload(std::string_view name, const std::vector<subject>& subjects,
   }
 }
 
+// A JSON string literal of `text`.
+std::string json_string(std::string_view text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(c));
+      out += escaped;
+    } else {
+      out += c;
+    }
+  }
+  return out + '"';
+}
+
+// One workload's rounds: seconds[subject][phase][round].
+struct workload_rounds {
+  std::string_view name;
+  std::vector<std::vector<std::vector<double>>> seconds;
+};
+
+// What print_workload shows, as JSON (the top of this file says what it holds).
+void write_json(std::FILE* file, const options& o, std::uint64_t background,
+                const std::vector<subject>& subjects, const std::vector<workload_rounds>& done) {
+  const auto list = [&](auto value_of) {
+    std::string text = "[";
+    for (std::size_t p = 0; p < phase_names.size(); ++p) {
+      char number[32];
+      std::snprintf(number, sizeof number, "%.9g", static_cast<double>(value_of(p)));
+      text += (p ? ", " : "") + std::string(number);
+    }
+    return text + "]";
+  };
+  std::fprintf(file, "{\"tool\": \"pmrkit_interleaved\", \"rounds\": %zu, \"seed\": %llu, "
+                     "\"warm\": %s, \"background_bytes\": %llu,\n \"reference\": %s, \"phases\": [",
+               o.rounds, static_cast<unsigned long long>(o.seed), o.warm ? "true" : "false",
+               static_cast<unsigned long long>(background), json_string(subjects[0].name()).c_str());
+  for (std::size_t p = 0; p < phase_names.size(); ++p)
+    std::fprintf(file, "%s%s", p ? ", " : "", json_string(phase_names[p]).c_str());
+  std::fprintf(file, "],\n \"workloads\": [");
+  for (std::size_t w = 0; w < done.size(); ++w) {
+    const auto& seconds = done[w].seconds;
+    std::fprintf(file, "%s\n  {\"name\": %s, \"subjects\": [", w ? "," : "",
+                 json_string(done[w].name).c_str());
+    for (std::size_t s = 0; s < subjects.size(); ++s) {
+      std::fprintf(file, "%s\n   {\"name\": %s, \"median_seconds\": %s", s ? "," : "",
+                   json_string(subjects[s].name()).c_str(),
+                   list([&](std::size_t p) { return median(seconds[s][p]); }).c_str());
+      if (s > 0) {
+        std::vector<paired_summary> sums;
+        for (std::size_t p = 0; p < phase_names.size(); ++p)
+          sums.push_back(summarize_pairs(seconds[s][p], seconds[0][p]));
+        std::fprintf(file, ", \"median_ratio\": %s, \"faster\": %s, \"slower\": %s, \"p\": %s",
+                     list([&](std::size_t p) { return sums[p].median_ratio; }).c_str(),
+                     list([&](std::size_t p) { return sums[p].faster; }).c_str(),
+                     list([&](std::size_t p) { return sums[p].slower; }).c_str(),
+                     list([&](std::size_t p) { return sums[p].p; }).c_str());
+      }
+      std::fprintf(file, "}");
+    }
+    std::fprintf(file, "]}");
+  }
+  std::fprintf(file, "]}\n");
+}
+
 int run(const options& o) {
   std::vector<subject> subjects;
   try {
@@ -201,6 +277,16 @@ int run(const options& o) {
     usage_error(std::string(e.what()) + "; besides the strategies: " + besides +
                 "; any of them followed by /fresh for a new resource per op");
   }
+  // Opened before any op runs, so that a path it cannot write stops the run at once.
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> json(nullptr, &std::fclose);
+  if (!o.json_path.empty()) {
+    json.reset(std::fopen(o.json_path.c_str(), "w"));
+    if (!json) {
+      std::cerr << "pmrkit_interleaved: cannot write " << o.json_path << ": "
+                << std::strerror(errno) << '\n';
+      return 1;
+    }
+  }
   const std::uint64_t background = prepare_heap_state(heap_state::warm);
   prepare_container_inputs();
   std::mt19937_64 rng(o.seed);
@@ -210,6 +296,7 @@ int run(const options& o) {
               static_cast<unsigned long long>(background >> 20));
   std::printf("first row: its median time; below: time / its time, median of the rounds "
               "(rounds faster / rounds), two-sided sign test p\n");
+  std::vector<workload_rounds> done;
   for (const container_workload& w : container_workloads) {
     if (!o.workloads.empty() &&
         std::find(o.workloads.begin(), o.workloads.end(), w.name) == o.workloads.end())
@@ -231,6 +318,14 @@ int run(const options& o) {
     }
     for (subject& s : subjects) s.end();
     print_workload(w.name, subjects, seconds);
+    done.push_back({w.name, std::move(seconds)});
+  }
+  if (json) {
+    write_json(json.get(), o, background, subjects, done);
+    if (std::fflush(json.get()) != 0 || std::ferror(json.get())) {
+      std::cerr << "pmrkit_interleaved: writing " << o.json_path << " failed\n";
+      return 1;
+    }
   }
   return 0;
 }

@@ -11,14 +11,20 @@ Checks:
     mimalloc_plain, so its ratios are well above 1 (2.9x and 17x when written); read the other
     way round they would be below 1;
   - a /fresh subject and a pooled monotonic one (released between ops) both run;
+  - --json FILE writes what the table shows: per workload each subject's median seconds per
+    phase and, past the reference, the same ratios, rounds faster and slower, and p as the
+    text; a path it cannot write exits 1 with the reason, before any op runs;
   - an unknown strategy, --rounds 0, an unknown workload and a single subject each exit with
     status 2 and a message that says what is allowed, before any op runs.
 Times are never compared with a bound; only a ratio of several times is.
 """
 
+import json
+import os
 import re
 import subprocess
 import sys
+import tempfile
 
 failures = []
 
@@ -32,10 +38,41 @@ def run(tool, *args):
     return subprocess.run([tool, *args], capture_output=True, text=True, timeout=100)
 
 
+def check_json(path, text, rows):
+    with open(path, encoding="utf-8") as f:
+        doc = json.load(f)
+    check(doc.get("rounds") == 3 and doc.get("reference") == "mimalloc_plain"
+          and doc.get("phases") == ["build", "read", "destroy"],
+          f"the JSON names its rounds, reference and phases: {doc}")
+    workloads = doc.get("workloads", [])
+    check([w["name"] for w in workloads] == ["Map"], "the JSON holds the Map workload only")
+    if not workloads:
+        return
+    subjects = workloads[0]["subjects"]
+    check([s["name"] for s in subjects] == ["mimalloc_plain", "checked", "size_class/fresh",
+                                            "monotonic"], "the JSON's subjects, in order")
+    ref = re.search(r"^  mimalloc_plain\s+(\S+) us\s+(\S+) us\s+(\S+) us", text, re.M)
+    if ref:
+        check(all(abs(s * 1e6 - float(t)) <= 0.051 for s, t in
+                  zip(subjects[0]["median_seconds"], ref.groups())),
+              "the reference's median seconds are the times the text shows")
+    check("median_ratio" not in subjects[0], "the reference has no ratio to itself")
+    for s in subjects[1:]:
+        check(all(len(s.get(k, [])) == 3 for k in ("median_ratio", "faster", "slower", "p")),
+              f"{s['name']}: a ratio, rounds faster and slower and p per phase")
+        check(all(f + w <= 3 for f, w in zip(s.get("faster", []), s.get("slower", []))),
+              f"{s['name']}: more rounds faster and slower than rounds")
+        if s["name"] in rows:
+            check(all(abs(r - t) <= 0.0005 for r, t in zip(s["median_ratio"], rows[s["name"]])),
+                  f"{s['name']}: the JSON's ratios are the text's")
+
+
 def main():
     tool = sys.argv[1]
-    out = run(tool, "--rounds", "3", "--workload", "Map", "mimalloc_plain", "checked",
-              "size_class/fresh", "monotonic")
+    scratch = tempfile.mkdtemp(prefix="pmrkit-interleaved-test-")
+    json_path = os.path.join(scratch, "map.json")
+    out = run(tool, "--rounds", "3", "--workload", "Map", "--json", json_path, "mimalloc_plain",
+              "checked", "size_class/fresh", "monotonic")
     check(out.returncode == 0, f"a valid run exits 0, not {out.returncode}: {out.stderr}")
     text = out.stdout
     check(re.search(r"^Map\s+build\s+read\s+destroy", text, re.M) is not None,
@@ -57,6 +94,16 @@ def main():
         check(build > 1.3 and destroy > 1.3,
               f"checked's ratios to mimalloc_plain are its time over the reference's, so well "
               f"above 1 on build and destroy, not {build} and {destroy}")
+
+    check_json(json_path, text, rows)
+    os.remove(json_path)
+    os.rmdir(scratch)
+
+    unwritable = os.path.join(scratch, "no", "such", "dir.json")
+    bad = run(tool, "--json", unwritable, "mimalloc_plain", "size_class")
+    check(bad.returncode == 1, f"an unwritable --json path exits 1, not {bad.returncode}")
+    check(f"cannot write {unwritable}" in bad.stderr, f"the message names the path: {bad.stderr!r}")
+    check(bad.stdout == "", "nothing runs before an unwritable --json path is refused")
 
     for args, says in ((["mimalloc_plain", "nosuch"], "mimalloc_plain"),
                        (["--rounds", "0"], "at least 1"),
