@@ -9,6 +9,7 @@ import os
 
 import analysis
 import charts
+import in_process
 import tables as text_tables
 
 STYLE = """
@@ -102,8 +103,9 @@ def write(path: str, title: str, tables: list[analysis.Table], chart_paths: dict
                  "the floor); each table says how held was measured. A verdict names one "
                  "row only when the U test separates it from the runner-up, and otherwise "
                  "the tied rows; <b>&mdash;</b> marks a figure a row lacks.</p>")
-    toc = "".join(f'<li><a href="#{charts.slug(t.title)}">{html.escape(t.title)}</a></li>'
-                  for t in tables)
+    one_process = in_process.grids(context.get(in_process.CONTEXT_FIELD) or {})
+    titles = [t.title for t in tables] + [title for title, _, _ in one_process]
+    toc = "".join(f'<li><a href="#{charts.slug(t)}">{html.escape(t)}</a></li>' for t in titles)
     parts.append(f"<ul>{toc}</ul>")
     scaling_done = set()
     for table in tables:
@@ -133,6 +135,10 @@ def write(path: str, title: str, tables: list[analysis.Table], chart_paths: dict
             scaling_done.add(table.workload)
             parts.append(f"<h3>{html.escape(table.workload)}: throughput against threads</h3>")
             parts.append(_img(scaling, f"{table.workload}: throughput against threads"))
+    for title, caption, grid in one_process:
+        parts.append(f'<h2 id="{charts.slug(title)}">{html.escape(title)}</h2>')
+        parts.append(f'<div class="caption">{html.escape(caption)}</div>')
+        parts.append(table_html(grid))
     parts.append("</body></html>\n")
     with open(path, "w", encoding="utf-8") as f:
         f.write("\n".join(parts))

@@ -13,7 +13,10 @@ fresh rows and patterns again under whole-process allocators (LD_PRELOAD jemallo
 mimalloc). Prints one table per
 workload with deltas against new_delete/fresh and a Mann-Whitney U test, peak held memory and
 held/live, and writes OUT/results.json (merged Google Benchmark JSON), OUT/summary.csv,
-OUT/report.html and OUT/charts/*.png. See docs/benchmarks.md for how to read them.
+OUT/report.html and OUT/charts/*.png. Then, when the run has container workloads, the container
+ops in one process (pmrkit_interleaved, in_process.py): every strategy of the run pooled and
+fresh against mimalloc_plain, round by round, one more table per container workload. See
+docs/benchmarks.md for how to read them.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import analysis  # noqa: E402
 import charts  # noqa: E402
 import html_report  # noqa: E402
+import in_process  # noqa: E402
 import results  # noqa: E402
 import runner  # noqa: E402
 import summary_csv  # noqa: E402
@@ -39,7 +43,8 @@ from progress import Progress  # noqa: E402
 # Budget (2 cores): ~580 rows by default, each repetition in a process of its own, plus one
 # counting process per row and the idle runs: ~4,500 processes. A process costs about
 # 1.5 * min_time (Google Benchmark's iteration-count search, whose last step is the measured
-# run) plus start-up: about 45-50 minutes for the default run, 10 for --quick (measured).
+# run) plus start-up: about 45-50 minutes for the default run, 10 for --quick (measured). The
+# container ops in one process add about half a minute (41 rounds of 21 subjects: 27 s).
 # The two-sided U test can reach p < 0.05 from 4+4 repetitions (smallest p 2/70 = 0.029); 5+5
 # (smallest p 0.008) still do with one pair out of order (p 0.016), where 4+4 would not (0.057).
 DEFAULT_REPETITIONS = 5
@@ -82,6 +87,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    "else on the heap), shown as 'idle time/op' beside the warm time "
                    f"(default {DEFAULT_IDLE_REPETITIONS}, --quick {QUICK_IDLE_REPETITIONS}; "
                    "0: warm only)")
+    p.add_argument("--container-rounds", type=int, metavar="N",
+                   help="rounds of the container ops in one process, every strategy of the run "
+                   "pooled and fresh against mimalloc_plain (pmrkit_interleaved next to "
+                   f"--bench; default {in_process.DEFAULT_ROUNDS}, --quick "
+                   f"{in_process.QUICK_ROUNDS}; 0: not run)")
     p.add_argument("--seed", type=int, metavar="N",
                    help="seed of the interleaving order (default: random; the run records it)")
     p.add_argument("--min-time", type=float, metavar="SECONDS",
@@ -99,12 +109,17 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         args.repetitions = QUICK_REPETITIONS if args.quick else DEFAULT_REPETITIONS
     if args.min_time is None:
         args.min_time = QUICK_MIN_TIME if args.quick else DEFAULT_MIN_TIME
+    if args.container_rounds is None:
+        args.container_rounds = (in_process.QUICK_ROUNDS if args.quick
+                                 else in_process.DEFAULT_ROUNDS)
     if args.idle_repetitions is None:
         args.idle_repetitions = QUICK_IDLE_REPETITIONS if args.quick else DEFAULT_IDLE_REPETITIONS
     if args.repetitions < 1:
         p.error("--repetitions must be at least 1")
     if args.idle_repetitions < 0:
         p.error("--idle-repetitions must be 0 or more")
+    if args.container_rounds < 0:
+        p.error("--container-rounds must be 0 or more")
     if args.min_time <= 0:
         p.error("--min-time must be positive")
     if args.seed is None:
@@ -128,6 +143,9 @@ def write_reports(out_dir: str, doc: dict, result_set: results.ResultSet,
         json.dump(doc, f, indent=1)
     analyzed = analysis.analyze_run(result_set)
     text = tables.render_all(analyzed, result_set.context)
+    one_process = in_process.render(result_set.context.get(in_process.CONTEXT_FIELD))
+    if one_process:
+        text += "\n" + one_process
     print(text, end="")
     with open(os.path.join(out_dir, "tables.txt"), "w", encoding="utf-8") as f:
         f.write(text)
@@ -163,8 +181,20 @@ def main(argv: list[str]) -> int:
     for note in plan.notes:
         print(note, file=sys.stderr)
     jobs = plan.jobs + (runner.idle_jobs(plan.jobs, known) if args.idle_repetitions else [])
+    container_workloads, subjects = in_process.subjects_of([job.name for job in plan.jobs],
+                                                           known)
+    one_process = bool(args.container_rounds and container_workloads and len(subjects) > 1)
+    interleaved = in_process.tool_next_to(args.bench)
+    if one_process and not os.access(interleaved, os.X_OK):
+        one_process = False
+        plan.notes.append(f"the container ops in one process not measured: no "
+                          f"{in_process.TOOL} at {interleaved} (build it: cmake --build build "
+                          f"--target {in_process.TOOL})")
     if args.list:
         print("\n".join(job.display for job in jobs))
+        if one_process:
+            print(shlex.join(in_process.command(interleaved, container_workloads, subjects,
+                                                args.container_rounds, args.seed, "FILE")))
         return 0
 
     steps = runner.schedule(jobs, args.repetitions, known, args.seed, args.idle_repetitions,
@@ -176,6 +206,15 @@ def main(argv: list[str]) -> int:
     progress.close()
 
     doc = outcome.doc
+    if one_process and not outcome.interrupted:
+        print(f"the container ops in one process: {args.container_rounds} rounds of "
+              f"{len(subjects)} subjects ({in_process.TOOL})", file=sys.stderr)
+        try:
+            doc["context"][in_process.CONTEXT_FIELD] = in_process.run(
+                interleaved, container_workloads, subjects, args.container_rounds, args.seed,
+                timeout=max(600.0, 20.0 * args.container_rounds * len(subjects)))
+        except in_process.InProcessError as e:
+            outcome.failures.append(f"the container ops in one process: {e}")
     notes = plan.notes + [f"failed: {f}" for f in outcome.failures]
     doc["context"].update(
         pmrkit_command=shlex.join(["run.py"] + argv), pmrkit_repetitions=args.repetitions,

@@ -13,7 +13,9 @@ which must find no significant change anywhere. A binary with the malloc strateg
 must report peak held and peak live for every row, which the tables, CSV and charts then show.
 Every row runs in the warm heap state (a live background set of tens of MiB, named in the
 context, the report's head, the captions and the CSV), the fresh rows and patterns also idle,
-whose time stands beside the warm one in the tables and the CSV.
+whose time stands beside the warm one in the tables and the CSV. After the tables, each
+container workload's ops in one process (pmrkit_interleaved): the strategy and the baseline,
+pooled and fresh, against mimalloc_plain, in the text, results.json and report.html.
 Timings are never asserted: machines are shared and noisy.
 """
 
@@ -92,11 +94,54 @@ AFTER_ROWS = re.compile(r"^  (fastest|leanest|fewest heap B/op|time vs peak held
                         r"at the end of each phase)\b")
 
 
+IN_PROCESS_TITLE = re.compile(r"^Container(\w+) in one process — (\d+) rounds ")
+
+
+def check_in_process(out, stdout, strategy, workloads):
+    """The container ops in one process: one table per container workload of the run, the
+    reference mimalloc_plain's row with its times, then the strategy and the baseline (and
+    malloc, with preload rows), each pooled and fresh, with a ratio, (rounds faster / rounds) and p per phase; the same in
+    results.json's context and in report.html."""
+    wanted = ([w[len("Container"):] for w in workloads if w.startswith("Container")]
+              if workloads else ["UnorderedMap", "Map", "Document"])
+    blocks = [b for b in stdout.strip().split("\n\n") if IN_PROCESS_TITLE.search(b)]
+    found = [IN_PROCESS_TITLE.search(b).group(1) for b in blocks]
+    check(found == wanted, f"in-process tables for {found}, want {wanted}")
+    subjects = ["mimalloc_plain/pooled", f"{strategy}/pooled", f"{strategy}/fresh",
+                "new_delete/pooled", "new_delete/fresh"]
+    for block in blocks:
+        rounds = IN_PROCESS_TITLE.search(block).group(2)
+        lines = block.splitlines()
+        check(lines[1].split() == ["strategy/variant", "build", "read", "destroy"],
+              f"in-process columns {lines[1]}")
+        rows = lines[3:]
+        # With preload rows, the plain malloc rows they replace the allocator of run too.
+        names = [r.split()[0] for r in rows]
+        check(names[:len(subjects)] == subjects
+              and set(names[len(subjects):]) <= {"malloc/pooled", "malloc/fresh"},
+              f"in-process rows {names}")
+        check(rows and len(re.findall(r"\d(\.\d+)?[mun]?s\b", rows[0])) == 3,
+              f"the reference's row shows no times: {rows[:1]}")
+        ratio = rf"\d+\.\d{{3}} \(\d+/{rounds}\) p=\d\.\d{{3}}"
+        check(all(len(re.findall(ratio, r)) == 3 for r in rows[1:]),
+              f"an in-process row without three ratios: {rows[1:]}")
+    with open(os.path.join(out, "results.json"), encoding="utf-8") as f:
+        kept = json.load(f)["context"].get("pmrkit_containers_in_one_process", {})
+    check([w["name"] for w in kept.get("workloads", [])] == wanted,
+          "results.json's context lacks the in-process results")
+    with open(os.path.join(out, "report.html"), encoding="utf-8") as f:
+        page = f.read()
+    for workload in wanted:
+        check(f">Container{workload} in one process</h2>" in page,
+              f"report.html lacks Container{workload} in one process")
+
+
 def check_tables(stdout, strategy, expected_tables, memory):
     blocks = [b for b in stdout.strip().split("\n\n") if b.strip()]
     check(blocks and blocks[0].startswith("heap state: warm (every row ran beside a "),
           f"the report does not start by naming the heap state: {blocks[:1]}")
-    blocks = blocks[1:]
+    # The container ops in one process come after the main tables (check_in_process).
+    blocks = [b for b in blocks[1:] if IN_PROCESS_TITLE.search(b.splitlines()[0]) is None]
     check(blocks, "no tables printed")
     titles = []
     for block in blocks:
@@ -263,6 +308,7 @@ def main():
         titles = check_tables(stdout, args.strategy,
                               tables_with(args.bench, args.strategy, args.workload), memory)
         check_files(out, args.strategy, titles, args.preload, memory, stdout)
+        check_in_process(out, stdout, args.strategy, args.workload)
         check_compare(out)
     finally:
         if not args.workdir:

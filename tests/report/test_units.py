@@ -24,6 +24,7 @@ sys.path.insert(0, REPORT)
 
 import analysis  # noqa: E402
 import html_report  # noqa: E402
+import in_process  # noqa: E402
 import metrics as m  # noqa: E402
 import charts  # noqa: E402
 import results  # noqa: E402
@@ -1140,6 +1141,85 @@ class Runner(unittest.TestCase):
             self.assertEqual(by_name, {"AllocPairs/new_delete": [1.0, 1.0],
                                        "AllocPairs/monotonic": [0.0, 0.0],
                                        "AllocPairs/malloc [preload=jemalloc]": [1.0, 1.0]})
+
+
+class InProcess(unittest.TestCase):
+    """The container ops in one process (in_process.py): what run.py asks pmrkit_interleaved
+    for, and how its results read in the tables and the HTML report."""
+
+    KNOWN = ("new_delete", "malloc", "size_class", "checked")
+    DOC = {"tool": "pmrkit_interleaved", "rounds": 5, "seed": 7, "warm": False,
+           "reference": "mimalloc_plain", "phases": ["build", "read", "destroy"],
+           "workloads": [{"name": "Map", "subjects": [
+               {"name": "mimalloc_plain", "median_seconds": [0.004, 0.003, 0.0025]},
+               {"name": "size_class", "median_seconds": [0.0042, 0.003, 0.002],
+                "median_ratio": [1.05, 1.0, 0.8], "faster": [1, 2, 5], "slower": [4, 2, 0],
+                "p": [0.375, 1.0, 0.0625]},
+               {"name": "size_class/fresh", "median_seconds": [0.008, 0.003, 0.003],
+                "median_ratio": [2.0, 1.01, 1.2], "faster": [0, 2, 0], "slower": [5, 3, 5],
+                "p": [0.0625, 1.0, 0.0625]}]}]}
+
+    def test_subjects_are_the_runs_strategies_pooled_and_fresh_against_mimalloc_plain(self):
+        names = ["AllocPairs/size_class", "ContainerMap/build/size_class/pooled/manual_time",
+                 "ContainerMap/build/size_class/fresh/manual_time",
+                 "ContainerMap/build/size_class/shared/manual_time",
+                 "ContainerMap/build/mimalloc_plain/pooled/manual_time",
+                 "ContainerMap/build/checked/pooled/manual_time",
+                 "ContainerMap/build/malloc/fresh/manual_time [preload=jemalloc]",
+                 "ContainerDocument/read/new_delete/fresh/manual_time"]
+        workloads, subjects = in_process.subjects_of(names, self.KNOWN)
+        self.assertEqual(workloads, ["Map", "Document"])
+        # checked is left out (it validates every call); a preload row is not a strategy of
+        # the process; mimalloc_plain is the reference, first.
+        self.assertEqual(subjects, ["mimalloc_plain", "size_class", "size_class/fresh",
+                                    "new_delete", "new_delete/fresh"])
+        self.assertEqual(in_process.subjects_of(["AllocPairs/size_class"], self.KNOWN),
+                         ([], ["mimalloc_plain"]))
+
+    def test_command(self):
+        self.assertEqual(in_process.command("tool", ["Map"], ["mimalloc_plain", "size_class"],
+                                            11, 3, "out.json"),
+                         ["tool", "--rounds", "11", "--seed", "3", "--json", "out.json",
+                          "--workload", "Map", "mimalloc_plain", "size_class"])
+
+    def test_table_reads_as_the_tool_prints_it(self):
+        [(title, caption, grid)] = in_process.grids(self.DOC)
+        self.assertEqual(title, "ContainerMap in one process")
+        self.assertIn("5 rounds", caption)
+        self.assertIn("seed 7", caption)
+        self.assertEqual(grid.headers, ["strategy/variant", "build", "read", "destroy"])
+        self.assertEqual([r[0] for r in grid.rows],
+                         ["mimalloc_plain/pooled", "size_class/pooled", "size_class/fresh"])
+        self.assertEqual(grid.rows[0][1:], ["4ms", "3ms", "2.5ms"])
+        self.assertEqual(grid.rows[1][1:], ["1.050 (1/5) p=0.375", "1.000 (2/5) p=1.000",
+                                            "0.800 (5/5) p=0.062"])
+        text = in_process.render(self.DOC)
+        self.assertIn("ContainerMap in one process", text)
+        self.assertRegex(text, r"\n  size_class/fresh +2\.000 \(0/5\) p=0\.062  1\.010")
+        self.assertEqual(in_process.render(None), "")
+
+    def test_html_report_holds_the_table_when_the_context_does(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "report.html")
+            html_report.write(path, "t", [], {}, {in_process.CONTEXT_FIELD: self.DOC}, [])
+            page = open(path, encoding="utf-8").read()
+            self.assertIn("ContainerMap in one process", page)
+            self.assertIn("1.050 (1/5) p=0.375", page)
+            html_report.write(path, "t", [], {}, {}, [])
+            self.assertNotIn("in one process", open(path, encoding="utf-8").read())
+
+    def test_a_tool_that_fails_says_why(self):
+        with tempfile.TemporaryDirectory() as d:
+            tool = os.path.join(d, "tool")
+            with open(tool, "w") as f:
+                f.write("#!/bin/sh\necho 'no such strategy' >&2\nexit 2\n")
+            os.chmod(tool, 0o755)
+            with self.assertRaisesRegex(in_process.InProcessError, "exited 2: no such strategy"):
+                in_process.run(tool, ["Map"], ["mimalloc_plain", "x"], 3, 1, timeout=30)
+            with open(tool, "w") as f:
+                f.write("#!/bin/sh\nexit 0\n")  # writes no results
+            with self.assertRaisesRegex(in_process.InProcessError, "no readable results"):
+                in_process.run(tool, ["Map"], ["mimalloc_plain", "x"], 3, 1, timeout=30)
 
 
 def fake_library(directory, name):

@@ -1,0 +1,142 @@
+"""The container ops in one process: pmrkit_interleaved run by the main job, and its table.
+
+The main tables run each repetition of a row in a process of its own, so a container row's
+time moves with whatever the machine did during that process: on a shared 2-core machine a
+few percent between strategies drowns in 20-60% between processes. pmrkit_interleaved
+(bench/interleaved.cpp) runs the same ops on every subject in one process, each once a round
+in a new random order, and reports each phase as the median of its per-round ratios to
+mimalloc_plain, with the rounds faster and a sign test: the drift of the machine divides out of
+each ratio. run.py runs it once after the main rows, on the strategies and container workloads
+of the run, pooled and fresh, and keeps what it wrote in the context of results.json
+(CONTEXT_FIELD), from which the tables, the HTML report and --from-json render it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+
+import metrics as m
+import results
+import tables as text_tables
+
+CONTEXT_FIELD = "pmrkit_containers_in_one_process"
+TOOL = "pmrkit_interleaved"
+DEFAULT_ROUNDS = 41
+QUICK_ROUNDS = 11
+# The checked strategy validates every call and quarantines what is freed (10-300x slower):
+# its rounds would take most of the run and say nothing about speed.
+LEFT_OUT = ("checked",)
+CONTAINER_PREFIX = "Container"
+FRESH = "/fresh"
+
+
+class InProcessError(RuntimeError):
+    """pmrkit_interleaved could not run or wrote nothing usable."""
+
+
+def tool_next_to(bench: str) -> str:
+    return os.path.join(os.path.dirname(os.path.abspath(bench)), TOOL)
+
+
+def subjects_of(names: list[str], known: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """The container workloads (pmrkit_interleaved's names: UnorderedMap, ...) and the subjects
+    (strategy specs, each pooled and then /fresh) that the benchmark names of a run hold, in
+    their order, mimalloc_plain first as the reference; preload rows and LEFT_OUT strategies
+    are not subjects."""
+    workloads: list[str] = []
+    strategies: list[str] = []
+    for name in names:
+        key = results.parse_name(name, known)
+        if not key.workload.startswith(CONTAINER_PREFIX) or key.preload:
+            continue
+        workload = key.workload.split("/", 1)[0][len(CONTAINER_PREFIX):]
+        if workload not in workloads:
+            workloads.append(workload)
+        base = results.strategy_base(key.strategy)
+        if (key.strategy not in strategies and key.strategy != results.RIVAL_STRATEGY
+                and base not in LEFT_OUT and base != results.REFERENCE_STRATEGY):
+            strategies.append(key.strategy)
+    subjects = [results.RIVAL_STRATEGY]
+    for strategy in strategies:
+        subjects += [strategy, strategy + FRESH]
+    return workloads, subjects
+
+
+def command(tool: str, workloads: list[str], subjects: list[str], rounds: int, seed: int,
+            json_path: str) -> list[str]:
+    args = [tool, "--rounds", str(rounds), "--seed", str(seed), "--json", json_path]
+    for workload in workloads:
+        args += ["--workload", workload]
+    return args + subjects
+
+
+def run(tool: str, workloads: list[str], subjects: list[str], rounds: int, seed: int,
+        timeout: float) -> dict:
+    """Runs the tool and returns what it wrote; raises InProcessError with the reason."""
+    with tempfile.TemporaryDirectory() as scratch:
+        path = os.path.join(scratch, "in_process.json")
+        try:
+            done = subprocess.run(command(tool, workloads, subjects, rounds, seed, path),
+                                  capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise InProcessError(f"{TOOL} ran past {timeout:.0f}s") from None
+        if done.returncode != 0:
+            raise InProcessError(f"{TOOL} exited {done.returncode}: "
+                                 f"{done.stderr.strip()[-500:]}")
+        try:
+            with open(path, encoding="utf-8") as f:
+                doc = json.load(f)
+        except (OSError, ValueError) as e:
+            raise InProcessError(f"{TOOL} wrote no readable results: {e}") from None
+    if not doc.get("workloads"):
+        raise InProcessError(f"{TOOL} ran no workload")
+    return doc
+
+
+def _row_name(subject: str) -> str:
+    # The main tables' strategy/variant: a subject without /fresh is one resource reused.
+    return subject if subject.endswith(FRESH) else subject + "/pooled"
+
+
+def grids(doc: dict) -> list[tuple[str, str, text_tables.Grid]]:
+    """(title, caption, grid) per workload: the reference's median time per phase in its row,
+    then each subject's median ratio to it, (rounds faster / rounds) and p."""
+    phases = doc.get("phases", [])
+    rounds = doc.get("rounds", 0)
+    reference = doc.get("reference", results.RIVAL_STRATEGY)
+    caption = (f"{rounds} rounds ({TOOL}, seed {doc.get('seed')}"
+               f"{', each op right after an untimed one of its own' if doc.get('warm') else ''})"
+               f", every subject once a round in a new random order; first row: "
+               f"{reference}'s median time; below: time over {reference}'s in the same round, "
+               "median of the rounds (rounds faster / rounds), two-sided sign test p")
+    out = []
+    for workload in doc.get("workloads", []):
+        rows, roles = [], []
+        for subject in workload["subjects"]:
+            if "median_ratio" not in subject:
+                cells = [m.format_time(s * 1e9) for s in subject["median_seconds"]]
+                roles.append("reference")
+            else:
+                cells = [f"{r:.3f} ({f}/{rounds}) p={p:.3f}" for r, f, p in
+                         zip(subject["median_ratio"], subject["faster"], subject["p"])]
+                roles.append("row")
+            rows.append([_row_name(subject["name"])] + cells)
+        title = f"{CONTAINER_PREFIX}{workload['name']} in one process"
+        out.append((title, caption, text_tables.Grid(
+            headers=["strategy/variant"] + list(phases), rows=rows,
+            numeric=[False] + [True] * len(phases), better=[0] * (1 + len(phases)),
+            roles=roles)))
+    return out
+
+
+def render(doc: dict | None) -> str:
+    """The text tables ("" without results)."""
+    if not doc:
+        return ""
+    parts = []
+    for title, caption, grid in grids(doc):
+        parts.append(f"{title} — {caption}\n{text_tables.render(grid, '  ')}")
+    return "\n\n".join(parts) + "\n" if parts else ""
