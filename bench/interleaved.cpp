@@ -16,7 +16,8 @@
 // memory in the caches; without it, an op starts after the other subjects' ops. The heap is
 // warm as in pmrkit_bench (heap_state.hpp). --json FILE also writes what the tables show, for
 // the main job's report (bench/report/run.py): per workload, each subject's median time per
-// phase and, past the reference, its median ratio, rounds faster and slower, and p.
+// phase and, past the reference, its median ratio, rounds faster and slower, p, and every
+// round's ratio (so that two runs can be compared round by round: compare.py).
 //
 // Where pmrkit_bench's rows each run in a process of their own, which the report repeats and
 // interleaves (bench/report/run.py), here the subjects share one process: the round-to-round
@@ -259,6 +260,14 @@ void write_json(std::FILE* file, const options& o, std::uint64_t background,
                      list([&](std::size_t p) { return sums[p].faster; }).c_str(),
                      list([&](std::size_t p) { return sums[p].slower; }).c_str(),
                      list([&](std::size_t p) { return sums[p].p; }).c_str());
+        std::fprintf(file, ",\n    \"ratios\": [");
+        for (std::size_t p = 0; p < phase_names.size(); ++p) {
+          std::fprintf(file, "%s[", p ? ", " : "");
+          for (std::size_t r = 0; r < seconds[s][p].size(); ++r)
+            std::fprintf(file, "%s%.6g", r ? ", " : "", seconds[s][p][r] / seconds[0][p][r]);
+          std::fprintf(file, "]");
+        }
+        std::fprintf(file, "]");
       }
       std::fprintf(file, "}");
     }

@@ -13,7 +13,7 @@ Checks:
   - a /fresh subject and a pooled monotonic one (released between ops) both run;
   - --json FILE writes what the table shows: per workload each subject's median seconds per
     phase and, past the reference, the same ratios, rounds faster and slower, and p as the
-    text; a path it cannot write exits 1 with the reason, before any op runs;
+    text, and every round's ratio (whose median and count below 1 are those); a path it cannot write exits 1 with the reason, before any op runs;
   - an unknown strategy, --rounds 0, an unknown workload and a single subject each exit with
     status 2 and a message that says what is allowed, before any op runs.
 Times are never compared with a bound; only a ratio of several times is.
@@ -62,6 +62,15 @@ def check_json(path, text, rows):
               f"{s['name']}: a ratio, rounds faster and slower and p per phase")
         check(all(f + w <= 3 for f, w in zip(s.get("faster", []), s.get("slower", []))),
               f"{s['name']}: more rounds faster and slower than rounds")
+        ratios = s.get("ratios", [])
+        check(len(ratios) == 3 and all(len(r) == 3 for r in ratios),
+              f"{s['name']}: every round's ratio per phase")
+        if len(ratios) == 3 and all(len(r) == 3 for r in ratios):
+            check(all(abs(sorted(r)[1] - m) <= 1e-4 * m for r, m in
+                      zip(ratios, s["median_ratio"])),
+                  f"{s['name']}: the median of the rounds' ratios is the median ratio")
+            check(all(sum(x < 1 for x in r) == f for r, f in zip(ratios, s["faster"])),
+                  f"{s['name']}: the rounds below 1 are the rounds faster")
         if s["name"] in rows:
             check(all(abs(r - t) <= 0.0005 for r, t in zip(s["median_ratio"], rows[s["name"]])),
                   f"{s['name']}: the JSON's ratios are the text's")
