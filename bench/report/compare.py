@@ -7,7 +7,9 @@ OLD and NEW are Google Benchmark JSON files: run.py's results.json, or any pmrki
 with --benchmark_out=FILE --benchmark_out_format=json (use --benchmark_repetitions=5 or more:
 the Mann-Whitney U test needs repetitions to call a difference). Each table shows, per
 strategy/variant row, OLD's and NEW's medians and NEW's delta, or "~" where the test finds no
-difference (p >= 0.05). Rows present in one file only show "-" on the other side.
+difference (p >= 0.05). Rows present in one file only show "-" on the other side. Where both
+runs hold the container ops in one process (run.py's last tables), their ratios to
+mimalloc_plain follow, OLD -> NEW, with a U test over the rounds' ratios.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import analysis  # noqa: E402
+import in_process  # noqa: E402
 import results  # noqa: E402
 import summary_csv  # noqa: E402
 import tables  # noqa: E402
@@ -45,6 +48,11 @@ def main(argv: list[str]) -> int:
         return 1
     print(f"old: {args.old}\nnew: {args.new}\n")
     print(tables.render_all(compared), end="")
+    one_process = in_process.render_compare(old.context.get(in_process.CONTEXT_FIELD),
+                                            new.context.get(in_process.CONTEXT_FIELD),
+                                            args.workload)
+    if one_process:
+        print("\n" + one_process, end="")
     if args.csv:
         summary_csv.write(args.csv, compared)
     only_one = [t.title for t in compared

@@ -8,7 +8,8 @@ in a new random order, and reports each phase as the median of its per-round rat
 mimalloc_plain, with the rounds faster and a sign test: the drift of the machine divides out of
 each ratio. run.py runs it once after the main rows, on the strategies and container workloads
 of the run, pooled and fresh, and keeps what it wrote in the context of results.json
-(CONTEXT_FIELD), from which the tables, the HTML report and --from-json render it.
+(CONTEXT_FIELD), from which the tables, the HTML report and --from-json render it, and
+compare.py holds two runs' ratios against each other (compare_grids).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import tempfile
 
 import metrics as m
 import results
+import stats
 import tables as text_tables
 
 CONTEXT_FIELD = "pmrkit_containers_in_one_process"
@@ -139,4 +141,72 @@ def render(doc: dict | None) -> str:
     parts = []
     for title, caption, grid in grids(doc):
         parts.append(f"{title} — {caption}\n{text_tables.render(grid, '  ')}")
+    return "\n\n".join(parts) + "\n" if parts else ""
+
+
+def _subjects_by_name(workload: dict) -> dict[str, dict]:
+    return {s["name"]: s for s in workload.get("subjects", []) if "median_ratio" in s}
+
+
+def _compare_cell(old: dict | None, new: dict | None, phase: int) -> str:
+    """OLD's median ratio -> NEW's, and whether the rounds' ratios differ (U test)."""
+    if old is None or new is None:
+        side = old or new
+        value = f"{side['median_ratio'][phase]:.3f}"
+        return f"— → {value}" if old is None else f"{value} → —"
+    before, after = old["median_ratio"][phase], new["median_ratio"][phase]
+    cell = f"{before:.3f} → {after:.3f}"
+    # A file from before the rounds were kept has no "ratios": the medians alone, untested.
+    p = stats.u_test(_rounds(old, phase), _rounds(new, phase))
+    if p is None:
+        return cell
+    change = stats.relative_change(before, after)
+    if p < stats.ALPHA and change is not None:
+        return f"{cell} {change:+.1%} (p={p:.3f})"
+    return f"{cell} ~ (p={p:.3f})"
+
+
+def _rounds(subject: dict, phase: int) -> list[float]:
+    ratios = subject.get("ratios", [])
+    return ratios[phase] if phase < len(ratios) else []
+
+
+def compare_grids(old: dict | None, new: dict | None,
+                  workloads=()) -> list[tuple[str, str, text_tables.Grid]]:
+    """(title, caption, grid) per container workload in either run: each subject's median
+    ratio to the reference in OLD and in NEW per phase, and, where both runs kept their rounds,
+    whether NEW's ratios differ from OLD's (a two-sided Mann-Whitney U test over the rounds:
+    the change of the median ratio where p < 0.05, else ~). `workloads` (names as the main
+    tables', e.g. ContainerMap; case aside) narrows them."""
+    wanted = {w.lower().split("/", 1)[0] for w in workloads}
+    if not old or not new:
+        return []
+    old_workloads = {w["name"]: w for w in old.get("workloads", [])}
+    phases = new.get("phases", [])
+    reference = new.get("reference", results.RIVAL_STRATEGY)
+    caption = (f"time over {reference}'s in the same round, median of the rounds, OLD "
+               f"({old.get('rounds')} rounds) → NEW ({new.get('rounds')} rounds); a change of "
+               "the median ratio where the rounds' ratios differ (two-sided U test, p < 0.05), "
+               "else ~")
+    out = []
+    for workload in new.get("workloads", []):
+        title = f"{CONTAINER_PREFIX}{workload['name']} in one process"
+        if wanted and f"{CONTAINER_PREFIX}{workload['name']}".lower() not in wanted:
+            continue
+        before = _subjects_by_name(old_workloads.get(workload["name"], {}))
+        after = _subjects_by_name(workload)
+        names = list(after) + [n for n in before if n not in after]
+        rows = [[_row_name(n)] + [_compare_cell(before.get(n), after.get(n), p)
+                                  for p in range(len(phases))] for n in names]
+        out.append((title, caption, text_tables.Grid(
+            headers=["strategy/variant"] + list(phases), rows=rows,
+            numeric=[False] + [True] * len(phases), better=[0] * (1 + len(phases)),
+            roles=["row"] * len(rows))))
+    return out
+
+
+def render_compare(old: dict | None, new: dict | None, workloads=()) -> str:
+    """The text of compare_grids ("" unless both runs hold the container ops in one process)."""
+    parts = [f"{title} — {caption}\n{text_tables.render(grid, '  ')}"
+             for title, caption, grid in compare_grids(old, new, workloads)]
     return "\n\n".join(parts) + "\n" if parts else ""

@@ -1202,11 +1202,39 @@ class InProcess(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "report.html")
             html_report.write(path, "t", [], {}, {in_process.CONTEXT_FIELD: self.DOC}, [])
-            page = open(path, encoding="utf-8").read()
+            with open(path, encoding="utf-8") as f:
+                page = f.read()
             self.assertIn("ContainerMap in one process", page)
             self.assertIn("1.050 (1/5) p=0.375", page)
             html_report.write(path, "t", [], {}, {}, [])
-            self.assertNotIn("in one process", open(path, encoding="utf-8").read())
+            with open(path, encoding="utf-8") as f:
+                self.assertNotIn("in one process", f.read())
+
+    def test_two_runs_compared_round_by_round(self):
+        old = copy.deepcopy(self.DOC)
+        new = copy.deepcopy(self.DOC)
+        pooled_old, fresh_old = old["workloads"][0]["subjects"][1:]
+        pooled_new, fresh_new = new["workloads"][0]["subjects"][1:]
+        pooled_old["ratios"] = [[1.08, 1.09, 1.1, 1.11, 1.12], [1.0] * 5, [0.8] * 5]
+        pooled_new["ratios"] = [[0.98, 0.99, 1.0, 1.01, 1.02], [1.0] * 5, [0.8] * 5]
+        pooled_old["median_ratio"][0], pooled_new["median_ratio"][0] = 1.1, 1.0
+        new["workloads"][0]["subjects"].remove(fresh_new)  # NEW ran no fresh row
+        [(title, _, grid)] = in_process.compare_grids(old, new)
+        self.assertEqual(title, "ContainerMap in one process")
+        rows = {r[0]: r[1:] for r in grid.rows}
+        self.assertEqual(list(rows), ["size_class/pooled", "size_class/fresh"])
+        # Every round of NEW below every round of OLD: told apart (5+5 rounds: p = 0.008).
+        self.assertEqual(rows["size_class/pooled"][0], "1.100 → 1.000 -9.1% (p=0.008)")
+        self.assertEqual(rows["size_class/pooled"][1], "1.000 → 1.000 ~ (p=1.000)")
+        # Kept rounds on one side only: the medians, untested; a row of one run: a dash.
+        self.assertEqual(rows["size_class/fresh"][0], "2.000 → —")
+        del pooled_new["ratios"]
+        [(_, _, grid)] = in_process.compare_grids(old, new)
+        self.assertEqual(grid.rows[0][1], "1.100 → 1.000")
+        self.assertEqual(in_process.compare_grids(old, new, ["ContainerDocument"]), [])
+        self.assertEqual(len(in_process.compare_grids(old, new, ["containermap/build"])), 1)
+        self.assertEqual(in_process.compare_grids(old, None), [])
+        self.assertEqual(in_process.render_compare(None, new), "")
 
     def test_a_tool_that_fails_says_why(self):
         with tempfile.TemporaryDirectory() as d:
