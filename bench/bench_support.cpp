@@ -34,6 +34,17 @@ std::vector<registrar>& registrars() {
   return list;
 }
 
+std::string_view kind_name(option_kind kind) {
+  switch (kind) {
+    case option_kind::size: return "size";
+    case option_kind::power_of_two: return "power_of_two";
+    case option_kind::choice: return "choice";
+  }
+  return "unknown";
+}
+
+}  // namespace
+
 std::string json_string(std::string_view text) {
   std::string out = "\"";
   for (char c : text) {
@@ -50,17 +61,6 @@ std::string json_string(std::string_view text) {
   }
   return out + '"';
 }
-
-std::string_view kind_name(option_kind kind) {
-  switch (kind) {
-    case option_kind::size: return "size";
-    case option_kind::power_of_two: return "power_of_two";
-    case option_kind::choice: return "choice";
-  }
-  return "unknown";
-}
-
-}  // namespace
 
 std::string strategies_json(const std::vector<strategy_info>& all) {
   std::ostringstream out;

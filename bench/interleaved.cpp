@@ -200,24 +200,6 @@ void print_workload(std::string_view name, const std::vector<subject>& subjects,
   }
 }
 
-// A JSON string literal of `text`.
-std::string json_string(std::string_view text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(c));
-      out += escaped;
-    } else {
-      out += c;
-    }
-  }
-  return out + '"';
-}
-
 // One workload's rounds: seconds[subject][phase][round].
 struct workload_rounds {
   std::string_view name;
