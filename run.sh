@@ -95,6 +95,7 @@ case "$cmd" in
     ensure_packages
     build build -DPMRKIT_BUILD_TESTS=ON
     prefix=$(mktemp -d)
+    trap 'rm -rf "$prefix"' EXIT  # each run left a whole install tree in /tmp
     cmake --install build --prefix "$prefix" >/dev/null
     cmake -DPREFIX="$prefix" -P tests/consumer/check_exported_link_interface.cmake
     tests/consumer/build_with_cmake.sh "$prefix" build-consumer
