@@ -3,13 +3,16 @@
 The main tables run each repetition of a row in a process of its own, so a container row's
 time moves with whatever the machine did during that process: on a shared 2-core machine a
 few percent between strategies drowns in 20-60% between processes. pmrkit_interleaved
-(bench/interleaved.cpp) runs the same ops on every subject in one process, each once a round
-in a new random order, and reports each phase as the median of its per-round ratios to
+(bench/interleaved.cpp) runs the same ops on several subjects in one process, each once a
+round in a new random order, and reports each phase as the median of its per-round ratios to
 mimalloc_plain, with the rounds faster and a sign test: the drift of the machine divides out of
-each ratio. run.py runs it once after the main rows, on the strategies and container workloads
-of the run, pooled and fresh, and keeps what it wrote in the context of results.json
-(CONTEXT_FIELD), from which the tables, the HTML report and --from-json render it, and
-compare.py holds two runs' ratios against each other (compare_grids).
+each ratio. run.py runs it after the main rows, on the container workloads of the run, once for
+each strategy of the run (pooled and fresh beside mimalloc_plain, in a process of their own:
+subjects that share a process share its heap, and new_delete's churn of glibc's heap made
+size_class's fresh Document 1.9-2.4x slower than beside mimalloc_plain alone), merges what the
+processes wrote (run_all) and keeps it in the context of results.json (CONTEXT_FIELD), from
+which the tables, the HTML report and --from-json render it, and compare.py holds two runs'
+ratios against each other (compare_grids).
 """
 
 from __future__ import annotations
@@ -43,10 +46,10 @@ def tool_next_to(bench: str) -> str:
     return os.path.join(os.path.dirname(os.path.abspath(bench)), TOOL)
 
 
-def subjects_of(names: list[str], known: tuple[str, ...]) -> tuple[list[str], list[str]]:
+def subjects_of(names: list[str], known: tuple[str, ...]) -> tuple[list[str], list[list[str]]]:
     """The container workloads (pmrkit_interleaved's names: UnorderedMap, ...) and the subjects
-    (strategy specs, each pooled and then /fresh) that the benchmark names of a run hold, in
-    their order, mimalloc_plain first as the reference; preload rows and LEFT_OUT strategies
+    of each process, in the order the benchmark names of a run hold them: mimalloc_plain, the
+    reference, then one strategy spec pooled and /fresh. Preload rows and LEFT_OUT strategies
     are not subjects."""
     workloads: list[str] = []
     strategies: list[str] = []
@@ -61,10 +64,7 @@ def subjects_of(names: list[str], known: tuple[str, ...]) -> tuple[list[str], li
         if (key.strategy not in strategies and key.strategy != results.RIVAL_STRATEGY
                 and base not in LEFT_OUT and base != results.REFERENCE_STRATEGY):
             strategies.append(key.strategy)
-    subjects = [results.RIVAL_STRATEGY]
-    for strategy in strategies:
-        subjects += [strategy, strategy + FRESH]
-    return workloads, subjects
+    return workloads, [[results.RIVAL_STRATEGY, s, s + FRESH] for s in strategies]
 
 
 def command(tool: str, workloads: list[str], subjects: list[str], rounds: int, seed: int,
@@ -98,6 +98,31 @@ def run(tool: str, workloads: list[str], subjects: list[str], rounds: int, seed:
     return doc
 
 
+def run_all(tool: str, workloads: list[str], processes: list[list[str]], rounds: int, seed: int,
+            timeout: float) -> dict:
+    """Runs one process of the tool for each list of subjects and merges what they wrote: the
+    first process's header and reference, then every process's other subjects, each with the
+    reference's median seconds of its own process (reference_median_seconds)."""
+    merged: dict | None = None
+    for subjects in processes:
+        doc = run(tool, workloads, subjects, rounds, seed, timeout)
+        if merged is None:
+            merged = {k: v for k, v in doc.items() if k != "workloads"}
+            merged["processes"] = 0
+            merged["workloads"] = [{"name": w["name"], "subjects": w["subjects"][:1]}
+                                   for w in doc["workloads"]]
+        merged["processes"] += 1
+        by_name = {w["name"]: w for w in merged["workloads"]}
+        for workload in doc["workloads"]:
+            reference, *others = workload["subjects"]
+            for subject in others:
+                subject["reference_median_seconds"] = reference["median_seconds"]
+            by_name[workload["name"]]["subjects"] += others
+    if merged is None:
+        raise InProcessError("no subjects to run")
+    return merged
+
+
 def _row_name(subject: str) -> str:
     # The main tables' strategy/variant: a subject without /fresh is one resource reused.
     return subject if subject.endswith(FRESH) else subject + "/pooled"
@@ -109,11 +134,15 @@ def grids(doc: dict) -> list[tuple[str, str, text_tables.Grid]]:
     phases = doc.get("phases", [])
     rounds = doc.get("rounds", 0)
     reference = doc.get("reference", results.RIVAL_STRATEGY)
+    processes = doc.get("processes", 1)
+    where = (f"each strategy in a process of its own with {reference} ({processes} processes)"
+             if processes > 1 else "one process")
     caption = (f"{rounds} rounds ({TOOL}, seed {doc.get('seed')}"
-               f"{', each op right after an untimed one of its own' if doc.get('warm') else ''})"
-               f", every subject once a round in a new random order; first row: "
-               f"{reference}'s median time; below: time over {reference}'s in the same round, "
-               "median of the rounds (rounds faster / rounds), two-sided sign test p")
+               f"{', each op right after an untimed one of its own' if doc.get('warm') else ''}"
+               f"; {where}), every subject once a round in a new random order; first row: "
+               f"{reference}'s median time{' in the first' if processes > 1 else ''}; below: "
+               f"time over {reference}'s in the same round, median of the rounds (rounds "
+               "faster / rounds), two-sided sign test p")
     out = []
     for workload in doc.get("workloads", []):
         rows, roles = [], []

@@ -14,8 +14,9 @@ mimalloc). Prints one table per
 workload with deltas against new_delete/fresh and a Mann-Whitney U test, peak held memory and
 held/live, and writes OUT/results.json (merged Google Benchmark JSON), OUT/summary.csv,
 OUT/report.html and OUT/charts/*.png. Then, when the run has container workloads, the container
-ops in one process (pmrkit_interleaved, in_process.py): every strategy of the run pooled and
-fresh against mimalloc_plain, round by round, one more table per container workload. See
+ops in one process (pmrkit_interleaved, in_process.py): each strategy of the run, pooled and
+fresh, beside mimalloc_plain in a process of its own, round by round, one more table per
+container workload. See
 docs/benchmarks.md for how to read them.
 """
 
@@ -44,7 +45,7 @@ from progress import Progress  # noqa: E402
 # counting process per row and the idle runs: ~4,500 processes. A process costs about
 # 1.5 * min_time (Google Benchmark's iteration-count search, whose last step is the measured
 # run) plus start-up: about 45-50 minutes for the default run, 10 for --quick (measured). The
-# container ops in one process add about half a minute (41 rounds of 21 subjects: 27 s).
+# container ops in one process add under a minute (41 rounds, 10 processes of 3 subjects: 43 s).
 # The two-sided U test can reach p < 0.05 from 4+4 repetitions (smallest p 2/70 = 0.029); 5+5
 # (smallest p 0.008) still do with one pair out of order (p 0.016), where 4+4 would not (0.057).
 DEFAULT_REPETITIONS = 5
@@ -181,9 +182,9 @@ def main(argv: list[str]) -> int:
     for note in plan.notes:
         print(note, file=sys.stderr)
     jobs = plan.jobs + (runner.idle_jobs(plan.jobs, known) if args.idle_repetitions else [])
-    container_workloads, subjects = in_process.subjects_of([job.name for job in plan.jobs],
-                                                           known)
-    one_process = bool(args.container_rounds and container_workloads and len(subjects) > 1)
+    container_workloads, processes = in_process.subjects_of([job.name for job in plan.jobs],
+                                                            known)
+    one_process = bool(args.container_rounds and container_workloads and processes)
     interleaved = in_process.tool_next_to(args.bench)
     if one_process and not os.access(interleaved, os.X_OK):
         one_process = False
@@ -192,7 +193,7 @@ def main(argv: list[str]) -> int:
                           f"--target {in_process.TOOL})")
     if args.list:
         print("\n".join(job.display for job in jobs))
-        if one_process:
+        for subjects in processes if one_process else []:
             print(shlex.join(in_process.command(interleaved, container_workloads, subjects,
                                                 args.container_rounds, args.seed, "FILE")))
         return 0
@@ -207,12 +208,12 @@ def main(argv: list[str]) -> int:
 
     doc = outcome.doc
     if one_process and not outcome.interrupted:
-        print(f"the container ops in one process: {args.container_rounds} rounds of "
-              f"{len(subjects)} subjects ({in_process.TOOL})", file=sys.stderr)
+        print(f"the container ops in one process: {args.container_rounds} rounds, "
+              f"{len(processes)} processes ({in_process.TOOL})", file=sys.stderr)
         try:
-            doc["context"][in_process.CONTEXT_FIELD] = in_process.run(
-                interleaved, container_workloads, subjects, args.container_rounds, args.seed,
-                timeout=max(600.0, 20.0 * args.container_rounds * len(subjects)))
+            doc["context"][in_process.CONTEXT_FIELD] = in_process.run_all(
+                interleaved, container_workloads, processes, args.container_rounds, args.seed,
+                timeout=max(600.0, 60.0 * args.container_rounds))
         except in_process.InProcessError as e:
             outcome.failures.append(f"the container ops in one process: {e}")
     notes = plan.notes + [f"failed: {f}" for f in outcome.failures]

@@ -1159,7 +1159,7 @@ class InProcess(unittest.TestCase):
                 "median_ratio": [2.0, 1.01, 1.2], "faster": [0, 2, 0], "slower": [5, 3, 5],
                 "p": [0.0625, 1.0, 0.0625]}]}]}
 
-    def test_subjects_are_the_runs_strategies_pooled_and_fresh_against_mimalloc_plain(self):
+    def test_each_strategy_pooled_and_fresh_beside_mimalloc_plain_in_a_process(self):
         names = ["AllocPairs/size_class", "ContainerMap/build/size_class/pooled/manual_time",
                  "ContainerMap/build/size_class/fresh/manual_time",
                  "ContainerMap/build/size_class/shared/manual_time",
@@ -1167,14 +1167,14 @@ class InProcess(unittest.TestCase):
                  "ContainerMap/build/checked/pooled/manual_time",
                  "ContainerMap/build/malloc/fresh/manual_time [preload=jemalloc]",
                  "ContainerDocument/read/new_delete/fresh/manual_time"]
-        workloads, subjects = in_process.subjects_of(names, self.KNOWN)
+        workloads, processes = in_process.subjects_of(names, self.KNOWN)
         self.assertEqual(workloads, ["Map", "Document"])
         # checked is left out (it validates every call); a preload row is not a strategy of
-        # the process; mimalloc_plain is the reference, first.
-        self.assertEqual(subjects, ["mimalloc_plain", "size_class", "size_class/fresh",
-                                    "new_delete", "new_delete/fresh"])
+        # the process; mimalloc_plain is the reference, first in each process.
+        self.assertEqual(processes, [["mimalloc_plain", "size_class", "size_class/fresh"],
+                                     ["mimalloc_plain", "new_delete", "new_delete/fresh"]])
         self.assertEqual(in_process.subjects_of(["AllocPairs/size_class"], self.KNOWN),
-                         ([], ["mimalloc_plain"]))
+                         ([], []))
 
     def test_command(self):
         self.assertEqual(in_process.command("tool", ["Map"], ["mimalloc_plain", "size_class"],
@@ -1235,6 +1235,42 @@ class InProcess(unittest.TestCase):
         self.assertEqual(len(in_process.compare_grids(old, new, ["containermap/build"])), 1)
         self.assertEqual(in_process.compare_grids(old, None), [])
         self.assertEqual(in_process.render_compare(None, new), "")
+
+    def test_processes_merge_into_one_table(self):
+        # A stand-in for the tool: the reference, then each subject at a ratio of 1.5.
+        script = (
+            "import json, sys\n"
+            "a = sys.argv[1:]\n"
+            "path = a[a.index('--json') + 1]\n"
+            "ref, *others = [x for i, x in enumerate(a) if not x.startswith('--')\n"
+            "                and (i == 0 or not a[i - 1].startswith('--'))]\n"
+            "r = float(len(others))\n"
+            "subject = lambda n: {'name': n, 'median_seconds': [r, r, r], 'median_ratio': [1.5] * 3,\n"
+            "                     'faster': [0] * 3, 'slower': [3] * 3, 'p': [0.25] * 3,\n"
+            "                     'ratios': [[1.5] * 3] * 3}\n"
+            "doc = {'rounds': 3, 'seed': 1, 'reference': ref, 'phases': ['build', 'read', 'destroy'],\n"
+            "       'workloads': [{'name': 'Map', 'subjects': [{'name': ref, 'median_seconds': [r] * 3}]\n"
+            "                      + [subject(n) for n in others]}]}\n"
+            "json.dump(doc, open(path, 'w'))\n")
+        with tempfile.TemporaryDirectory() as d:
+            tool = os.path.join(d, "tool")
+            with open(tool, "w") as f:
+                f.write(f"#!{sys.executable}\n{script}")
+            os.chmod(tool, 0o755)
+            merged = in_process.run_all(tool, ["Map"], [["mimalloc_plain", "a", "a/fresh"],
+                                                        ["mimalloc_plain", "b"]], 3, 1, 30)
+        self.assertEqual(merged["processes"], 2)
+        [workload] = merged["workloads"]
+        self.assertEqual([s["name"] for s in workload["subjects"]],
+                         ["mimalloc_plain", "a", "a/fresh", "b"])
+        # Each subject keeps the reference's times of its own process.
+        self.assertEqual([s.get("reference_median_seconds") for s in workload["subjects"]],
+                         [None, [2.0] * 3, [2.0] * 3, [1.0] * 3])
+        [(_, caption, grid)] = in_process.grids(merged)
+        self.assertIn("each strategy in a process of its own with mimalloc_plain (2 processes)",
+                      caption)
+        self.assertEqual([r[0] for r in grid.rows],
+                         ["mimalloc_plain/pooled", "a/pooled", "a/fresh", "b/pooled"])
 
     def test_a_tool_that_fails_says_why(self):
         with tempfile.TemporaryDirectory() as d:
