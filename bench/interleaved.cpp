@@ -218,10 +218,12 @@ void write_json(std::FILE* file, const options& o, std::uint64_t background,
     }
     return text + "]";
   };
-  std::fprintf(file, "{\"tool\": \"pmrkit_interleaved\", \"rounds\": %zu, \"seed\": %llu, "
-                     "\"warm\": %s, \"background_bytes\": %llu,\n \"reference\": %s, \"phases\": [",
+  std::fprintf(file,
+               "{\"tool\": \"pmrkit_interleaved\", \"rounds\": %zu, \"seed\": %llu, \"warm\": %s, "
+               "\"background_bytes\": %llu,\n \"reference\": %s, \"phases\": [",
                o.rounds, static_cast<unsigned long long>(o.seed), o.warm ? "true" : "false",
-               static_cast<unsigned long long>(background), json_string(subjects[0].name()).c_str());
+               static_cast<unsigned long long>(background),
+               json_string(subjects[0].name()).c_str());
   for (std::size_t p = 0; p < phase_names.size(); ++p)
     std::fprintf(file, "%s%s", p ? ", " : "", json_string(phase_names[p]).c_str());
   std::fprintf(file, "],\n \"workloads\": [");

@@ -13,7 +13,8 @@ Checks:
   - a /fresh subject and a pooled monotonic one (released between ops) both run;
   - --json FILE writes what the table shows: per workload each subject's median seconds per
     phase and, past the reference, the same ratios, rounds faster and slower, and p as the
-    text, and every round's ratio (whose median and count below 1 are those); a path it cannot write exits 1 with the reason, before any op runs;
+    text, and every round's ratio (whose median and count below 1 are those); a path it
+    cannot write exits 1 with the reason, before any op runs;
   - an unknown strategy, --rounds 0, an unknown workload and a single subject each exit with
     status 2 and a message that says what is allowed, before any op runs.
 Times are never compared with a bound; only a ratio of several times is.

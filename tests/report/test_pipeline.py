@@ -100,8 +100,8 @@ IN_PROCESS_TITLE = re.compile(r"^Container(\w+) in one process — (\d+) rounds 
 def check_in_process(out, stdout, strategy, workloads):
     """The container ops in one process: one table per container workload of the run, the
     reference mimalloc_plain's row with its times, then the strategy and the baseline (and
-    malloc, with preload rows), each pooled and fresh, with a ratio, (rounds faster / rounds) and p per phase; the same in
-    results.json's context and in report.html."""
+    malloc, with preload rows), each pooled and fresh, with a ratio, (rounds faster / rounds)
+    and p per phase; the same in results.json's context and in report.html."""
     wanted = ([w[len("Container"):] for w in workloads if w.startswith("Container")]
               if workloads else ["UnorderedMap", "Map", "Document"])
     blocks = [b for b in stdout.strip().split("\n\n") if IN_PROCESS_TITLE.search(b)]

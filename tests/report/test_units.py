@@ -14,6 +14,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import textwrap
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -1238,20 +1239,26 @@ class InProcess(unittest.TestCase):
 
     def test_processes_merge_into_one_table(self):
         # A stand-in for the tool: the reference, then each subject at a ratio of 1.5.
-        script = (
-            "import json, sys\n"
-            "a = sys.argv[1:]\n"
-            "path = a[a.index('--json') + 1]\n"
-            "ref, *others = [x for i, x in enumerate(a) if not x.startswith('--')\n"
-            "                and (i == 0 or not a[i - 1].startswith('--'))]\n"
-            "r = float(len(others))\n"
-            "subject = lambda n: {'name': n, 'median_seconds': [r, r, r], 'median_ratio': [1.5] * 3,\n"
-            "                     'faster': [0] * 3, 'slower': [3] * 3, 'p': [0.25] * 3,\n"
-            "                     'ratios': [[1.5] * 3] * 3}\n"
-            "doc = {'rounds': 3, 'seed': 1, 'reference': ref, 'phases': ['build', 'read', 'destroy'],\n"
-            "       'workloads': [{'name': 'Map', 'subjects': [{'name': ref, 'median_seconds': [r] * 3}]\n"
-            "                      + [subject(n) for n in others]}]}\n"
-            "json.dump(doc, open(path, 'w'))\n")
+        # Its times are the number of subjects past the reference, so each process shows.
+        script = textwrap.dedent("""\
+            import json, sys
+            a = sys.argv[1:]
+            path = a[a.index('--json') + 1]
+            ref, *others = [x for i, x in enumerate(a)
+                            if not x.startswith('--') and not a[i - 1].startswith('--')]
+            r = float(len(others))
+            def subject(n):
+                return {'name': n, 'median_seconds': [r] * 3, 'median_ratio': [1.5] * 3,
+                        'faster': [0] * 3, 'slower': [3] * 3, 'p': [0.25] * 3,
+                        'ratios': [[1.5] * 3] * 3}
+            reference = {'name': ref, 'median_seconds': [r] * 3}
+            doc = {'rounds': 3, 'seed': 1, 'reference': ref,
+                   'phases': ['build', 'read', 'destroy'],
+                   'workloads': [{'name': 'Map',
+                                  'subjects': [reference] + [subject(n) for n in others]}]}
+            with open(path, 'w') as f:
+                json.dump(doc, f)
+            """)
         with tempfile.TemporaryDirectory() as d:
             tool = os.path.join(d, "tool")
             with open(tool, "w") as f:
