@@ -17,6 +17,7 @@ ratios against each other (compare_grids).
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import subprocess
@@ -121,6 +122,39 @@ def run_all(tool: str, workloads: list[str], processes: list[list[str]], rounds:
     if merged is None:
         raise InProcessError("no subjects to run")
     return merged
+
+
+CSV_NAME = "containers_in_one_process.csv"
+CSV_COLUMNS = ["workload", "strategy", "variant", "phase", "rounds", "ratio_to_reference",
+               "rounds_faster", "rounds_slower", "sign_test_p", "median_seconds",
+               "reference_median_seconds", "reference"]
+
+
+def write_csv(path: str, doc: dict) -> None:
+    """One row per workload, subject and phase: the subject's median ratio to the reference,
+    its rounds faster and slower, the sign test's p, its median seconds and the reference's
+    in the same process; the reference's own rows leave the ratio columns empty."""
+    reference = doc.get("reference", results.RIVAL_STRATEGY)
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        out = csv.writer(f)
+        out.writerow(CSV_COLUMNS)
+        for workload in doc.get("workloads", []):
+            subjects = workload["subjects"]
+            for subject in subjects:
+                strategy, variant = _row_name(subject["name"]).rsplit("/", 1)
+                own_reference = subject.get("reference_median_seconds",
+                                            subjects[0]["median_seconds"])
+                for p, phase in enumerate(doc.get("phases", [])):
+                    tested = "median_ratio" in subject
+                    out.writerow([
+                        CONTAINER_PREFIX + workload["name"], strategy, variant, phase,
+                        doc.get("rounds", ""),
+                        f"{subject['median_ratio'][p]:.6g}" if tested else "",
+                        subject["faster"][p] if tested else "",
+                        subject["slower"][p] if tested else "",
+                        f"{subject['p'][p]:.6g}" if tested else "",
+                        f"{subject['median_seconds'][p]:.9g}",
+                        f"{own_reference[p]:.9g}", reference])
 
 
 def _row_name(subject: str) -> str:

@@ -16,7 +16,7 @@ held/live, and writes OUT/results.json (merged Google Benchmark JSON), OUT/summa
 OUT/report.html and OUT/charts/*.png. Then, when the run has container workloads, the container
 ops in one process (pmrkit_interleaved, in_process.py): each strategy of the run, pooled and
 fresh, beside mimalloc_plain in a process of its own, round by round, one more table per
-container workload. See
+container workload (and OUT/containers_in_one_process.csv). See
 docs/benchmarks.md for how to read them.
 """
 
@@ -151,6 +151,9 @@ def write_reports(out_dir: str, doc: dict, result_set: results.ResultSet,
     with open(os.path.join(out_dir, "tables.txt"), "w", encoding="utf-8") as f:
         f.write(text)
     summary_csv.write(os.path.join(out_dir, "summary.csv"), analyzed)
+    if result_set.context.get(in_process.CONTEXT_FIELD):
+        in_process.write_csv(os.path.join(out_dir, in_process.CSV_NAME),
+                             result_set.context[in_process.CONTEXT_FIELD])
     chart_paths = charts.write_all(analyzed, os.path.join(out_dir, "charts"))
     html_report.write(os.path.join(out_dir, "report.html"), title, analyzed,
                       chart_paths, result_set.context, notes)

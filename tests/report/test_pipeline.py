@@ -129,6 +129,14 @@ def check_in_process(out, stdout, strategy, workloads):
         kept = json.load(f)["context"].get("pmrkit_containers_in_one_process", {})
     check([w["name"] for w in kept.get("workloads", [])] == wanted,
           "results.json's context lacks the in-process results")
+    with open(os.path.join(out, "containers_in_one_process.csv"), newline="",
+              encoding="utf-8") as f:
+        records = list(csv.DictReader(f))
+    rows_shown = sum(len(b.splitlines()) - 3 for b in blocks)
+    check(len(records) == 3 * rows_shown,
+          f"containers_in_one_process.csv: {len(records)} rows for {rows_shown} table rows")
+    check(all(r["ratio_to_reference"] for r in records if r["strategy"] != "mimalloc_plain"),
+          "containers_in_one_process.csv: a subject's row without its ratio")
     with open(os.path.join(out, "report.html"), encoding="utf-8") as f:
         page = f.read()
     for workload in wanted:

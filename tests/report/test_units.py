@@ -1199,6 +1199,29 @@ class InProcess(unittest.TestCase):
         self.assertRegex(text, r"\n  size_class/fresh +2\.000 \(0/5\) p=0\.062  1\.010")
         self.assertEqual(in_process.render(None), "")
 
+    def test_csv_row_per_workload_subject_and_phase(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, in_process.CSV_NAME)
+            in_process.write_csv(path, self.DOC)
+            with open(path, newline="", encoding="utf-8") as f:
+                rows = list(csv.DictReader(f))
+        self.assertEqual(len(rows), 3 * 3)
+        self.assertEqual(list(rows[0]), in_process.CSV_COLUMNS)
+        reference, pooled_build = rows[0], rows[3]
+        self.assertEqual((reference["strategy"], reference["variant"], reference["phase"]),
+                         ("mimalloc_plain", "pooled", "build"))
+        self.assertEqual(reference["ratio_to_reference"], "")
+        self.assertEqual({k: pooled_build[k] for k in
+                          ("workload", "strategy", "variant", "phase", "rounds",
+                           "ratio_to_reference", "rounds_faster", "rounds_slower",
+                           "sign_test_p", "median_seconds", "reference_median_seconds")},
+                         {"workload": "ContainerMap", "strategy": "size_class",
+                          "variant": "pooled", "phase": "build", "rounds": "5",
+                          "ratio_to_reference": "1.05", "rounds_faster": "1",
+                          "rounds_slower": "4", "sign_test_p": "0.375",
+                          "median_seconds": "0.0042", "reference_median_seconds": "0.004"})
+        self.assertEqual(rows[6]["variant"], "fresh")
+
     def test_html_report_holds_the_table_when_the_context_does(self):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "report.html")
