@@ -19,7 +19,7 @@ namespace {
 // returning block costs one metadata line (its chunk's bitmap shares the header's line: at most
 // four words, 256 blocks, which only the 8-byte class overfills), at the smallest chunk_size,
 // the default and the largest (size_class_chunk.hpp). No chunk has more than 512 block places,
-// so chunk_header's 16-bit next_move holds any count.
+// so chunk_header's 16-bit next_move and until_move hold any count.
 constexpr bool every_layout_is_lean() {
   for (const std::size_t chunk_size :
        {smallest_chunk_bytes, size_class_options{}.chunk_size, largest_chunk_bytes}) {

@@ -43,7 +43,7 @@ struct alignas(64) class_store {
 
   void add_chunk(chunk_header* chunk) noexcept {
     chunk->state = chunk_state::partial;
-    chunk->next_move = next_move_of(*chunk);
+    set_free_count(chunk, chunk->capacity);
     partial.push_front(chunk);
     ++chunks;
     chunk_blocks += chunk->capacity;
@@ -60,17 +60,16 @@ struct alignas(64) class_store {
     while (taken < wanted) {
       chunk_header* const chunk = partial.front();
       if (!chunk) break;
-      const std::uint32_t n = taken + chunk->free_count <= most
-                                  ? chunk->free_count
-                                  : std::min(chunk->free_count, wanted - taken);
+      const std::uint32_t free = chunk->free_count();
+      const std::uint32_t n = taken + free <= most ? free : std::min(free, wanted - taken);
       take_lowest(chunk, info, n, out + taken);
       taken += n;
-      if (chunk->exhausted()) {
+      if (n == free) {
         partial.remove(chunk);
         chunk->state = chunk_state::full;
         full.push_front(chunk);
       }
-      chunk->next_move = next_move_of(*chunk);
+      set_free_count(chunk, free - n);
     }
     blocks_out += taken;
     return taken;
@@ -141,7 +140,7 @@ struct alignas(64) class_store {
     for (std::uint32_t i = 0; i < count; ++i) {
       const auto address = reinterpret_cast<std::uintptr_t>(blocks[i]);
       const std::uintptr_t base = address & base_mask;
-      chunk_header* const chunk = header_in_chunk(base, chunk_shift, layout);
+      chunk_header* const chunk = header_in_chunk(base, layout);
       const std::uint32_t index = block_index(address - base, reciprocal);
       const std::uint64_t bit = std::uint64_t{1} << (index % 64);
       std::uint64_t& word = free_bits(chunk, layout.bitmap_words)[index / 64];
@@ -149,7 +148,10 @@ struct alignas(64) class_store {
              "pmrkit: size_class: not a block of this class");
       assert(!(word & bit) && "pmrkit: size_class: block freed twice");
       word |= bit;
-      count_back(chunk, 1, emptied);
+      // One block: the countdown alone, in line (count_back's test, for a run of one).
+      if (--chunk->until_move != 0) [[likely]]
+        continue;
+      move_back(chunk, chunk->next_move, 1, emptied);
     }
   }
 
@@ -166,7 +168,7 @@ struct alignas(64) class_store {
       const auto first = reinterpret_cast<std::uintptr_t>(blocks[i]);
       const std::uintptr_t number = first >> chunk_shift;
       const std::uintptr_t base = number << chunk_shift;
-      chunk_header* const chunk = header_in_chunk(base, chunk_shift, layout);
+      chunk_header* const chunk = header_in_chunk(base, layout);
       std::uint64_t* const bitmap = free_bits(chunk, layout.bitmap_words);
       const std::uint32_t run_start = i;
       std::uint32_t index = block_index(first - base, reciprocal);
@@ -194,31 +196,44 @@ struct alignas(64) class_store {
   }
 
   // Counts `returned` blocks, whose bits are set already, back into `chunk`, and moves the chunk
-  // as its new count asks (move_back). Most blocks that come back only count: one comparison
-  // with the count that would move the chunk, instead of working out each move's condition for
-  // every block (scattered frees 2-11% faster; docs/size_class.md, "A block that only counts").
+  // as its new count asks (move_back). Most blocks that come back only count down to the next
+  // move, instead of working out each move's condition for every block (scattered frees 2-11%
+  // faster; docs/size_class.md, "A block that only counts"); a block given back alone takes one
+  // decrement and a test, in line in give_one_by_one (a destroy's frees pay for every instruction
+  // here: docs/size_class.md, "What a free costs in a destroy").
   void count_back(chunk_header* chunk, std::uint32_t returned, chunk_header*& emptied) noexcept {
-    chunk->free_count += returned;
-    if (chunk->free_count < chunk->next_move) [[likely]]
+    if (returned < chunk->until_move) [[likely]] {
+      chunk->until_move = static_cast<std::uint16_t>(chunk->until_move - returned);
       return;
-    move_back(chunk, returned, emptied);
+    }
+    move_back(chunk, chunk->free_count() + returned, returned, emptied);
   }
 
-  // The free_count from which count_back moves `chunk`: the first block back into a full chunk,
-  // the count at which it thins out to a quarter of its blocks out, or every block back.
-  static std::uint16_t next_move_of(const chunk_header& chunk) noexcept {
+  // Sets the chunk's free count to `free` (its state already set): where its next move lies
+  // and how many blocks must come back before it.
+  static void set_free_count(chunk_header* chunk, std::uint32_t free) noexcept {
+    chunk->next_move = next_move_of(*chunk, free);
+    chunk->until_move = static_cast<std::uint16_t>(chunk->next_move - free);
+  }
+
+  // The free count from which count_back moves `chunk` (with `free` blocks free now): the first
+  // block back into a full chunk, the count at which it thins out to a quarter of its blocks
+  // out, or every block back.
+  static std::uint16_t next_move_of(const chunk_header& chunk, std::uint32_t free) noexcept {
     if (chunk.state == chunk_state::full) return 1;
     const std::uint32_t quarter = chunk.capacity / 4;
-    return static_cast<std::uint16_t>(chunk.blocks_out() > quarter ? chunk.capacity - quarter
-                                                                     : chunk.capacity);
+    return static_cast<std::uint16_t>(chunk.capacity - free > quarter ? chunk.capacity - quarter
+                                                                       : chunk.capacity);
   }
 
-  // `returned` blocks just came back into `chunk` (counted), reaching its next_move: out of the
-  // class when none is out, from full to the front of partial, and to the back of partial when
-  // it thins out to a quarter of its blocks (a chunk that does both at once goes to the back).
-  void move_back(chunk_header* chunk, std::uint32_t returned, chunk_header*& emptied) noexcept {
+  // `returned` blocks just came back into `chunk`, which now has `free` free, reaching its
+  // next_move: out of the class when none is out, from full to the front of partial, and to the
+  // back of partial when it thins out to a quarter of its blocks (a chunk that does both at once
+  // goes to the back).
+  void move_back(chunk_header* chunk, std::uint32_t free, std::uint32_t returned,
+                 chunk_header*& emptied) noexcept {
     const bool was_full = chunk->state == chunk_state::full;
-    const std::uint32_t out = chunk->blocks_out();
+    const std::uint32_t out = chunk->capacity - free;
     if (out == 0) {
       (was_full ? full : partial).remove(chunk);
       --chunks;
@@ -241,7 +256,7 @@ struct alignas(64) class_store {
       partial.remove(chunk);
       partial.push_back(chunk);
     }
-    chunk->next_move = next_move_of(*chunk);
+    set_free_count(chunk, free);
   }
 
   // Writes the addresses of the chunk's `n` lowest free blocks, in address order, to out[0..n).
@@ -260,7 +275,6 @@ struct alignas(64) class_store {
       }
       bits[w] = word;
     }
-    chunk->free_count -= n;
   }
 };
 
