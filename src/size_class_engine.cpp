@@ -129,11 +129,13 @@ size_class_engine<Policy>::size_class_engine(const size_class_options& options,
     info.max_limit = static_cast<std::uint32_t>(
         std::min(max_cached_blocks, options.thread_cache / 2 / info.block_size));
   }
-  for (std::size_t slot = 0; slot < small_classes_.size(); ++slot) {
+  // Slots past small_limit_ (max_pooled below the table's reach) are never read: such a size
+  // takes the slow path before the table.
+  for (std::size_t slot = 0; slot < small_stack_offsets_.size(); ++slot) {
     const std::size_t size = std::max<std::size_t>(slot * 8, 1);
     const unsigned index = size_classes::index_of(size);
-    small_classes_[slot] =
-        static_cast<std::uint8_t>(index < class_count_ ? index : size_classes::none);
+    small_stack_offsets_[slot] =
+        static_cast<std::uint16_t>(index < class_count_ ? index * sizeof(block_stack) : 0);
   }
   if constexpr (!per_thread_caches) own_cache_ = size_class_cache(options.thread_cache);
   cache_share_.set(options.max_cached_total);
@@ -151,7 +153,8 @@ unsigned size_class_engine<Policy>::class_for(std::size_t bytes,
                                               std::size_t alignment) const noexcept {
   const std::size_t size = std::max<std::size_t>({bytes, alignment, 1});
   if (size > options_.max_pooled) return size_classes::none;
-  if (size <= small_limit_ && alignment <= 16) return small_classes_[(size + 7) >> 3];
+  if (size <= small_limit_ && alignment <= 16)
+    return index_of_stack(small_stack_offsets_[(size + 7) >> 3]);
   // Walks at most to bit_ceil(size), a class whose blocks are aligned to it, and no larger
   // than max_pooled (a power of two).
   unsigned index = size_classes::index_of(size);
