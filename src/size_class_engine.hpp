@@ -53,7 +53,7 @@ class size_class_engine {
     if (size <= small_limit_ && alignment <= 16) [[likely]] {
       const unsigned offset = small_stack_offsets_[(size + 7) >> 3];
       if constexpr (per_thread_caches) {
-        // A thread without a cache has no_cache_link here, whose owner is never this.
+        // A thread without a cache has no_cache_link() here, whose owner is never this.
         cache_link* const link = this_thread_caches.last;
         begin_fast_use();
         if (link->owner.load(std::memory_order_relaxed) == this) [[likely]] {

@@ -6,7 +6,7 @@
 
 namespace pmrkit::detail {
 
-constinit cache_link no_cache_link;
+constinit unowned_link no_cache;
 [[gnu::tls_model("initial-exec")]] thread_local constinit thread_directory this_thread_caches{};
 
 namespace {
@@ -14,7 +14,7 @@ namespace {
 void run_exit_hook() noexcept {
   thread_directory& directory = this_thread_caches;
   directory.exited = true;
-  directory.last = &no_cache_link;
+  directory.last = no_cache_link();
   cache_link* link = directory.list;
   directory.list = nullptr;
   while (link) {
@@ -73,7 +73,7 @@ cache_link* find_thread_cache(const void* owner) noexcept {
     const void* link_owner = link->owner.load(std::memory_order_acquire);
     if (link_owner == nullptr) {  // its resource was destroyed or released, or reclaim() took it
       *slot = link->next_in_thread;
-      if (directory.last == link) directory.last = &no_cache_link;
+      if (directory.last == link) directory.last = no_cache_link();
       {
         // A reclaim() that took the link may still read this thread's flag through it; once
         // the link is out of the thread's list, the exit hook no longer clears the pointer.

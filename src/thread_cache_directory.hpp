@@ -68,8 +68,17 @@ void drop_reference(cache_link* link) noexcept;
 // (its owner stays null), so the fast paths compare its owner with theirs, fail and take the
 // slow path, with no null test before the comparison (two instructions fewer a call, which a
 // container's destroy pays for: docs/size_class.md, "What a free costs in a destroy"). Never
-// written, never adopted, never freed.
-extern constinit cache_link no_cache_link;
+// written, never adopted, and never destroyed, so that a thread still running while the
+// process exits reads a live object.
+struct unowned_link {
+  constexpr unowned_link() noexcept : link() {}
+  ~unowned_link() {}  // leaves the link alone
+  union {
+    cache_link link;
+  };
+};
+extern constinit unowned_link no_cache;
+constexpr cache_link* no_cache_link() noexcept { return &no_cache.link; }
 
 // Whether this process can make every thread execute a full memory barrier (Linux membarrier,
 // private expedited, registered on first call); reclaim() does nothing without it.
@@ -80,7 +89,7 @@ bool fence_every_thread() noexcept;
 // Per thread. Constant-initialized and trivially destructible, so the fast path reads it with
 // a plain thread-pointer-relative load; the exit hook lives elsewhere and is armed lazily.
 struct thread_directory {
-  cache_link* last = &no_cache_link;  // the cache used most recently, or no_cache_link
+  cache_link* last = no_cache_link();  // the cache used most recently, or no_cache_link()
   cache_link* list = nullptr;  // every cache this thread holds
   bool exited = false;         // exit hook has run: no new caches on this thread
   std::atomic<std::uint32_t> in_fast_use{0};  // see begin_fast_use
