@@ -13,6 +13,14 @@ size_class's fresh Document 1.9-2.4x slower than beside mimalloc_plain alone), m
 processes wrote (run_all) and keeps it in the context of results.json (CONTEXT_FIELD), from
 which the tables, the HTML report and --from-json render it, and compare.py holds two runs'
 ratios against each other (compare_grids).
+
+Each strategy's process runs several times (DEFAULT_PROCESSES, seeds one apart), because the
+rounds of one process share more than the machine's drift: where its heap put the blocks, which
+lines its headers and nodes fell on. Two runs of one process each, compared round by round,
+called the unchanged new_delete rows' destroys 11% and 16% faster (p < 0.01) in a run where
+only size_class's code had changed; so a change between two runs is called only from the
+processes' medians (a U test, which needs four processes a side to reach p < 0.05), and a run
+of fewer leaves its medians untested.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import statistics
 import subprocess
 import tempfile
 
@@ -32,6 +41,8 @@ CONTEXT_FIELD = "pmrkit_containers_in_one_process"
 TOOL = "pmrkit_interleaved"
 DEFAULT_ROUNDS = 41
 QUICK_ROUNDS = 11
+DEFAULT_PROCESSES = 4  # a strategy's: its rounds pool, its medians are what compare tests
+QUICK_PROCESSES = 1
 # The checked strategy validates every call and quarantines what is freed (10-300x slower):
 # its rounds would take most of the run and say nothing about speed.
 LEFT_OUT = ("checked",)
@@ -100,40 +111,66 @@ def run(tool: str, workloads: list[str], subjects: list[str], rounds: int, seed:
 
 
 def run_all(tool: str, workloads: list[str], processes: list[list[str]], rounds: int, seed: int,
-            timeout: float) -> dict:
-    """Runs one process of the tool for each list of subjects and merges what they wrote: the
-    first process's header and reference, then every process's other subjects, each with the
-    reference's median seconds of its own process (reference_median_seconds)."""
+            timeout: float, repeats: int = 1) -> dict:
+    """Runs the tool `repeats` times (seeds seed, seed + 1, ...) for each list of subjects and
+    merges what they wrote: the first process's header and reference, then every other subject,
+    each with the reference's median seconds of its first process (reference_median_seconds),
+    its median ratios process by process (process_median_ratios), and its rounds pooled over
+    its processes (ratios, and the median, rounds faster and slower and sign test over them)."""
     merged: dict | None = None
-    for subjects in processes:
-        doc = run(tool, workloads, subjects, rounds, seed, timeout)
-        if merged is None:
-            merged = {k: v for k, v in doc.items() if k != "workloads"}
-            merged["processes"] = 0
-            merged["workloads"] = [{"name": w["name"], "subjects": w["subjects"][:1]}
-                                   for w in doc["workloads"]]
-        merged["processes"] += 1
-        by_name = {w["name"]: w for w in merged["workloads"]}
-        for workload in doc["workloads"]:
-            reference, *others = workload["subjects"]
-            for subject in others:
-                subject["reference_median_seconds"] = reference["median_seconds"]
-            by_name[workload["name"]]["subjects"] += others
+    for repeat in range(repeats):
+        for subjects in processes:
+            doc = run(tool, workloads, subjects, rounds, seed + repeat, timeout)
+            if merged is None:
+                merged = {k: v for k, v in doc.items() if k != "workloads"}
+                merged["processes"] = 0
+                merged["processes_per_strategy"] = repeats
+                merged["rounds_per_process"] = doc.get("rounds", rounds)
+                merged["workloads"] = [{"name": w["name"], "subjects": w["subjects"][:1]}
+                                       for w in doc["workloads"]]
+            merged["processes"] += 1
+            by_name = {w["name"]: w for w in merged["workloads"]}
+            for workload in doc["workloads"]:
+                reference, *others = workload["subjects"]
+                kept = by_name[workload["name"]]["subjects"]
+                earlier = {s["name"]: s for s in kept}
+                for subject in others:
+                    if subject["name"] in earlier:
+                        _pool(earlier[subject["name"]], subject)
+                        continue
+                    subject["reference_median_seconds"] = reference["median_seconds"]
+                    subject["process_median_ratios"] = [subject["median_ratio"]]
+                    kept.append(subject)
     if merged is None:
         raise InProcessError("no subjects to run")
+    merged["rounds"] = merged["rounds_per_process"] * repeats
     return merged
 
 
+def _pool(subject: dict, more: dict) -> None:
+    """Adds another process's results of the same subject to `subject`."""
+    subject["process_median_ratios"].append(more["median_ratio"])
+    if "ratios" not in subject or "ratios" not in more:
+        subject.pop("ratios", None)
+        return
+    subject["ratios"] = [a + b for a, b in zip(subject["ratios"], more["ratios"])]
+    subject["median_ratio"] = [statistics.median(r) for r in subject["ratios"]]
+    subject["faster"] = [sum(x < 1 for x in r) for r in subject["ratios"]]
+    subject["slower"] = [sum(x > 1 for x in r) for r in subject["ratios"]]
+    subject["p"] = [stats.sign_test_p(f, s) for f, s in zip(subject["faster"], subject["slower"])]
+
+
 CSV_NAME = "containers_in_one_process.csv"
-CSV_COLUMNS = ["workload", "strategy", "variant", "phase", "rounds", "ratio_to_reference",
-               "rounds_faster", "rounds_slower", "sign_test_p", "median_seconds",
-               "reference_median_seconds", "reference"]
+CSV_COLUMNS = ["workload", "strategy", "variant", "phase", "rounds", "processes",
+               "ratio_to_reference", "rounds_faster", "rounds_slower", "sign_test_p",
+               "median_seconds", "reference_median_seconds", "reference"]
 
 
 def write_csv(path: str, doc: dict) -> None:
-    """One row per workload, subject and phase: the subject's median ratio to the reference,
-    its rounds faster and slower, the sign test's p, its median seconds and the reference's
-    in the same process; the reference's own rows leave the ratio columns empty."""
+    """One row per workload, subject and phase: the rounds and the processes a strategy they
+    pool, the subject's median ratio to the reference, its rounds faster and slower, the sign
+    test's p, its median seconds and the reference's in the same (first) process; the
+    reference's own rows leave the ratio columns empty."""
     reference = doc.get("reference", results.RIVAL_STRATEGY)
     with open(path, "w", newline="", encoding="utf-8") as f:
         out = csv.writer(f)
@@ -148,7 +185,7 @@ def write_csv(path: str, doc: dict) -> None:
                     tested = "median_ratio" in subject
                     out.writerow([
                         CONTAINER_PREFIX + workload["name"], strategy, variant, phase,
-                        doc.get("rounds", ""),
+                        doc.get("rounds", ""), doc.get("processes_per_strategy", 1),
                         f"{subject['median_ratio'][p]:.6g}" if tested else "",
                         subject["faster"][p] if tested else "",
                         subject["slower"][p] if tested else "",
@@ -169,9 +206,15 @@ def grids(doc: dict) -> list[tuple[str, str, text_tables.Grid]]:
     rounds = doc.get("rounds", 0)
     reference = doc.get("reference", results.RIVAL_STRATEGY)
     processes = doc.get("processes", 1)
-    where = (f"each strategy in a process of its own with {reference} ({processes} processes)"
+    per_strategy = doc.get("processes_per_strategy", 1)
+    seed = doc.get("seed")
+    seeds = (f"seed {seed}" if per_strategy == 1 or not isinstance(seed, int)
+             else f"seeds {seed}–{seed + per_strategy - 1}")
+    pooled = (f" ({per_strategy} processes of {doc.get('rounds_per_process')} a strategy)"
+              if per_strategy > 1 else "")
+    where = (f"each strategy in processes of its own with {reference} ({processes} processes)"
              if processes > 1 else "one process")
-    caption = (f"{rounds} rounds ({TOOL}, seed {doc.get('seed')}"
+    caption = (f"{rounds} rounds{pooled} ({TOOL}, {seeds}"
                f"{', each op right after an untimed one of its own' if doc.get('warm') else ''}"
                f"; {where}), every subject once a round in a new random order; first row: "
                f"{reference}'s median time{' in the first' if processes > 1 else ''}; below: "
@@ -212,35 +255,37 @@ def _subjects_by_name(workload: dict) -> dict[str, dict]:
 
 
 def _compare_cell(old: dict | None, new: dict | None, phase: int) -> str:
-    """OLD's median ratio -> NEW's, and whether the rounds' ratios differ (U test)."""
+    """OLD's median ratio -> NEW's, and whether the processes' median ratios differ (U test);
+    untested with fewer than stats.MIN_SAMPLES processes a side."""
     if old is None or new is None:
         side = old or new
         value = f"{side['median_ratio'][phase]:.3f}"
         return f"— → {value}" if old is None else f"{value} → —"
     before, after = old["median_ratio"][phase], new["median_ratio"][phase]
     cell = f"{before:.3f} → {after:.3f}"
-    # A file from before the rounds were kept has no "ratios": the medians alone, untested.
-    p = stats.u_test(_rounds(old, phase), _rounds(new, phase))
+    old_processes, new_processes = _process_medians(old, phase), _process_medians(new, phase)
+    p = stats.u_test(old_processes, new_processes)
     if p is None:
-        return cell
+        return f"{cell} untested ({len(old_processes)}+{len(new_processes)} processes)"
     change = stats.relative_change(before, after)
     if p < stats.ALPHA and change is not None:
         return f"{cell} {change:+.1%} (p={p:.3f})"
     return f"{cell} ~ (p={p:.3f})"
 
 
-def _rounds(subject: dict, phase: int) -> list[float]:
-    ratios = subject.get("ratios", [])
-    return ratios[phase] if phase < len(ratios) else []
+def _process_medians(subject: dict, phase: int) -> list[float]:
+    # A file from before processes were repeated holds one process: its median.
+    return [m[phase] for m in subject.get("process_median_ratios", [subject["median_ratio"]])]
 
 
 def compare_grids(old: dict | None, new: dict | None,
                   workloads=()) -> list[tuple[str, str, text_tables.Grid]]:
     """(title, caption, grid) per container workload in either run: each subject's median
     ratio to the reference in OLD and in NEW per phase, and, where both runs kept their rounds,
-    whether NEW's ratios differ from OLD's (a two-sided Mann-Whitney U test over the rounds:
-    the change of the median ratio where p < 0.05, else ~). `workloads` (names as the main
-    tables', e.g. ContainerMap; case aside) narrows them."""
+    whether NEW's differ from OLD's (a two-sided Mann-Whitney U test over the processes' median
+    ratios, not the rounds, which share their process: the change of the median ratio where
+    p < 0.05, else ~; untested with fewer than three processes a side). `workloads` (names as
+    the main tables', e.g. ContainerMap; case aside) narrows them."""
     wanted = {w.lower().split("/", 1)[0] for w in workloads}
     if not old or not new:
         return []
@@ -248,9 +293,11 @@ def compare_grids(old: dict | None, new: dict | None,
     phases = new.get("phases", [])
     reference = new.get("reference", results.RIVAL_STRATEGY)
     caption = (f"time over {reference}'s in the same round, median of the rounds, OLD "
-               f"({old.get('rounds')} rounds) → NEW ({new.get('rounds')} rounds); a change of "
-               "the median ratio where the rounds' ratios differ (two-sided U test, p < 0.05), "
-               "else ~")
+               f"({old.get('rounds')} rounds, {old.get('processes_per_strategy', 1)} processes "
+               f"a strategy) → NEW ({new.get('rounds')} rounds, "
+               f"{new.get('processes_per_strategy', 1)} processes); a change of the median ratio "
+               "where the processes' medians differ (two-sided U test over the processes, "
+               "p < 0.05, which takes four a side), else ~; untested below three a side")
     out = []
     for workload in new.get("workloads", []):
         title = f"{CONTAINER_PREFIX}{workload['name']} in one process"

@@ -15,8 +15,8 @@ workload with deltas against new_delete/fresh and a Mann-Whitney U test, peak he
 held/live, and writes OUT/results.json (merged Google Benchmark JSON), OUT/summary.csv,
 OUT/report.html and OUT/charts/*.png. Then, when the run has container workloads, the container
 ops in one process (pmrkit_interleaved, in_process.py): each strategy of the run, pooled and
-fresh, beside mimalloc_plain in a process of its own, round by round, one more table per
-container workload (and OUT/containers_in_one_process.csv). See
+fresh, beside mimalloc_plain in processes of its own (four, seeds one apart), round by round,
+one more table per container workload (and OUT/containers_in_one_process.csv). See
 docs/benchmarks.md for how to read them.
 """
 
@@ -93,6 +93,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    "pooled and fresh against mimalloc_plain (pmrkit_interleaved next to "
                    f"--bench; default {in_process.DEFAULT_ROUNDS}, --quick "
                    f"{in_process.QUICK_ROUNDS}; 0: not run)")
+    p.add_argument("--container-processes", type=int, metavar="N",
+                   help="processes of those rounds for each strategy, seeds one apart, pooled "
+                   "in its table; compare.py tests a change between two runs over the "
+                   "processes' medians, which takes 4 a side (default "
+                   f"{in_process.DEFAULT_PROCESSES}, --quick {in_process.QUICK_PROCESSES})")
     p.add_argument("--seed", type=int, metavar="N",
                    help="seed of the interleaving order (default: random; the run records it)")
     p.add_argument("--min-time", type=float, metavar="SECONDS",
@@ -113,6 +118,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     if args.container_rounds is None:
         args.container_rounds = (in_process.QUICK_ROUNDS if args.quick
                                  else in_process.DEFAULT_ROUNDS)
+    if args.container_processes is None:
+        args.container_processes = (in_process.QUICK_PROCESSES if args.quick
+                                    else in_process.DEFAULT_PROCESSES)
     if args.idle_repetitions is None:
         args.idle_repetitions = QUICK_IDLE_REPETITIONS if args.quick else DEFAULT_IDLE_REPETITIONS
     if args.repetitions < 1:
@@ -121,6 +129,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         p.error("--idle-repetitions must be 0 or more")
     if args.container_rounds < 0:
         p.error("--container-rounds must be 0 or more")
+    if args.container_processes < 1:
+        p.error("--container-processes must be at least 1")
     if args.min_time <= 0:
         p.error("--min-time must be positive")
     if args.seed is None:
@@ -196,9 +206,11 @@ def main(argv: list[str]) -> int:
                           f"--target {in_process.TOOL})")
     if args.list:
         print("\n".join(job.display for job in jobs))
-        for subjects in processes if one_process else []:
-            print(shlex.join(in_process.command(interleaved, container_workloads, subjects,
-                                                args.container_rounds, args.seed, "FILE")))
+        for repeat in range(args.container_processes if one_process else 0):
+            for subjects in processes:
+                print(shlex.join(in_process.command(interleaved, container_workloads, subjects,
+                                                    args.container_rounds, args.seed + repeat,
+                                                    "FILE")))
         return 0
 
     steps = runner.schedule(jobs, args.repetitions, known, args.seed, args.idle_repetitions,
@@ -212,11 +224,13 @@ def main(argv: list[str]) -> int:
     doc = outcome.doc
     if one_process and not outcome.interrupted:
         print(f"the container ops in one process: {args.container_rounds} rounds, "
-              f"{len(processes)} processes ({in_process.TOOL})", file=sys.stderr)
+              f"{len(processes) * args.container_processes} processes ({in_process.TOOL})",
+              file=sys.stderr)
         try:
             doc["context"][in_process.CONTEXT_FIELD] = in_process.run_all(
                 interleaved, container_workloads, processes, args.container_rounds, args.seed,
-                timeout=max(600.0, 60.0 * args.container_rounds))
+                timeout=max(600.0, 60.0 * args.container_rounds),
+                repeats=args.container_processes)
         except in_process.InProcessError as e:
             outcome.failures.append(f"the container ops in one process: {e}")
     notes = plan.notes + [f"failed: {f}" for f in outcome.failures]

@@ -103,6 +103,14 @@ class PairedRatio:
 MIN_PAIRED_ROUNDS = next(n for n in range(1, 64) if 2.0 / 2 ** n < ALPHA)
 
 
+def sign_test_p(below: int, above: int) -> float:
+    """Two-sided exact sign test: `below` of `below + above` rounds on one side, even odds."""
+    n = below + above
+    if n == 0:
+        return 1.0
+    return float(scipy_stats.binomtest(min(below, above), n, 0.5).pvalue)
+
+
 def signed_rank_p(ratios: list[float]) -> float | None:
     """Whether a row's time differs from another's, round by round: the two-sided Wilcoxon
     signed-rank test of the rounds' log ratios against 0. Paired, so a burst that slows both

@@ -1212,12 +1212,12 @@ class InProcess(unittest.TestCase):
                          ("mimalloc_plain", "pooled", "build"))
         self.assertEqual(reference["ratio_to_reference"], "")
         self.assertEqual({k: pooled_build[k] for k in
-                          ("workload", "strategy", "variant", "phase", "rounds",
+                          ("workload", "strategy", "variant", "phase", "rounds", "processes",
                            "ratio_to_reference", "rounds_faster", "rounds_slower",
                            "sign_test_p", "median_seconds", "reference_median_seconds")},
                          {"workload": "ContainerMap", "strategy": "size_class",
                           "variant": "pooled", "phase": "build", "rounds": "5",
-                          "ratio_to_reference": "1.05", "rounds_faster": "1",
+                          "processes": "1", "ratio_to_reference": "1.05", "rounds_faster": "1",
                           "rounds_slower": "4", "sign_test_p": "0.375",
                           "median_seconds": "0.0042", "reference_median_seconds": "0.004"})
         self.assertEqual(rows[6]["variant"], "fresh")
@@ -1234,27 +1234,40 @@ class InProcess(unittest.TestCase):
             with open(path, encoding="utf-8") as f:
                 self.assertNotIn("in one process", f.read())
 
-    def test_two_runs_compared_round_by_round(self):
+    def test_two_runs_compared_process_by_process(self):
         old = copy.deepcopy(self.DOC)
         new = copy.deepcopy(self.DOC)
         pooled_old, fresh_old = old["workloads"][0]["subjects"][1:]
         pooled_new, fresh_new = new["workloads"][0]["subjects"][1:]
+        # One process a side whose rounds all differ: rounds share their process, so this is
+        # no evidence of a change (two unchanged rows once read -16%, p=0.006, this way).
         pooled_old["ratios"] = [[1.08, 1.09, 1.1, 1.11, 1.12], [1.0] * 5, [0.8] * 5]
         pooled_new["ratios"] = [[0.98, 0.99, 1.0, 1.01, 1.02], [1.0] * 5, [0.8] * 5]
         pooled_old["median_ratio"][0], pooled_new["median_ratio"][0] = 1.1, 1.0
         new["workloads"][0]["subjects"].remove(fresh_new)  # NEW ran no fresh row
-        [(title, _, grid)] = in_process.compare_grids(old, new)
+        [(title, caption, grid)] = in_process.compare_grids(old, new)
         self.assertEqual(title, "ContainerMap in one process")
+        self.assertIn("1 processes a strategy", caption)
         rows = {r[0]: r[1:] for r in grid.rows}
         self.assertEqual(list(rows), ["size_class/pooled", "size_class/fresh"])
-        # Every round of NEW below every round of OLD: told apart (5+5 rounds: p = 0.008).
-        self.assertEqual(rows["size_class/pooled"][0], "1.100 → 1.000 -9.1% (p=0.008)")
-        self.assertEqual(rows["size_class/pooled"][1], "1.000 → 1.000 ~ (p=1.000)")
-        # Kept rounds on one side only: the medians, untested; a row of one run: a dash.
+        self.assertEqual(rows["size_class/pooled"][0], "1.100 → 1.000 untested (1+1 processes)")
+        # A row of one run: a dash.
         self.assertEqual(rows["size_class/fresh"][0], "2.000 → —")
-        del pooled_new["ratios"]
+        # Four processes a side, every one of NEW below every one of OLD: told apart
+        # (4+4: p = 0.029); a phase whose processes match: ~.
+        pooled_old["process_median_ratios"] = [[1.09, 1.0, 0.8], [1.1, 1.0, 0.8],
+                                               [1.11, 1.0, 0.8], [1.12, 1.0, 0.8]]
+        pooled_new["process_median_ratios"] = [[0.98, 1.0, 0.8], [0.99, 1.0, 0.8],
+                                               [1.0, 1.0, 0.8], [1.01, 1.0, 0.8]]
         [(_, _, grid)] = in_process.compare_grids(old, new)
-        self.assertEqual(grid.rows[0][1], "1.100 → 1.000")
+        self.assertEqual(grid.rows[0][1:], ["1.100 → 1.000 -9.1% (p=0.029)",
+                                            "1.000 → 1.000 ~ (p=1.000)",
+                                            "0.800 → 0.800 ~ (p=1.000)"])
+        # Three a side, the fewest tested: the smallest p is 0.1, so never a change.
+        pooled_old["process_median_ratios"].pop()
+        pooled_new["process_median_ratios"].pop()
+        [(_, _, grid)] = in_process.compare_grids(old, new)
+        self.assertEqual(grid.rows[0][1], "1.100 → 1.000 ~ (p=0.100)")
         self.assertEqual(in_process.compare_grids(old, new, ["ContainerDocument"]), [])
         self.assertEqual(len(in_process.compare_grids(old, new, ["containermap/build"])), 1)
         self.assertEqual(in_process.compare_grids(old, None), [])
@@ -1263,17 +1276,19 @@ class InProcess(unittest.TestCase):
     def test_processes_merge_into_one_table(self):
         # A stand-in for the tool: the reference, then each subject at a ratio of 1.5.
         # Its times are the number of subjects past the reference, so each process shows.
+        # Its ratios are 1 + seed / 10, so each process of a strategy shows too.
         script = textwrap.dedent("""\
             import json, sys
             a = sys.argv[1:]
             path = a[a.index('--json') + 1]
+            ratio = 1 + int(a[a.index('--seed') + 1]) / 10
             ref, *others = [x for i, x in enumerate(a)
                             if not x.startswith('--') and not a[i - 1].startswith('--')]
             r = float(len(others))
             def subject(n):
-                return {'name': n, 'median_seconds': [r] * 3, 'median_ratio': [1.5] * 3,
+                return {'name': n, 'median_seconds': [r] * 3, 'median_ratio': [ratio] * 3,
                         'faster': [0] * 3, 'slower': [3] * 3, 'p': [0.25] * 3,
-                        'ratios': [[1.5] * 3] * 3}
+                        'ratios': [[ratio] * 3] * 3}
             reference = {'name': ref, 'median_seconds': [r] * 3}
             doc = {'rounds': 3, 'seed': 1, 'reference': ref,
                    'phases': ['build', 'read', 'destroy'],
@@ -1297,10 +1312,35 @@ class InProcess(unittest.TestCase):
         self.assertEqual([s.get("reference_median_seconds") for s in workload["subjects"]],
                          [None, [2.0] * 3, [2.0] * 3, [1.0] * 3])
         [(_, caption, grid)] = in_process.grids(merged)
-        self.assertIn("each strategy in a process of its own with mimalloc_plain (2 processes)",
+        self.assertIn("each strategy in processes of its own with mimalloc_plain (2 processes)",
                       caption)
         self.assertEqual([r[0] for r in grid.rows],
                          ["mimalloc_plain/pooled", "a/pooled", "a/fresh", "b/pooled"])
+        # Two processes a strategy (seeds 1 and 2): each subject's rounds pool, its medians
+        # stay process by process, and the table counts the rounds of both.
+        with tempfile.TemporaryDirectory() as d:
+            tool = os.path.join(d, "tool")
+            with open(tool, "w") as f:
+                f.write(f"#!{sys.executable}\n{script}")
+            os.chmod(tool, 0o755)
+            merged = in_process.run_all(tool, ["Map"], [["mimalloc_plain", "a", "a/fresh"],
+                                                        ["mimalloc_plain", "b"]], 3, 1, 30,
+                                        repeats=2)
+        self.assertEqual((merged["processes"], merged["processes_per_strategy"],
+                          merged["rounds"], merged["rounds_per_process"]), (4, 2, 6, 3))
+        [workload] = merged["workloads"]
+        self.assertEqual([s["name"] for s in workload["subjects"]],
+                         ["mimalloc_plain", "a", "a/fresh", "b"])
+        a = workload["subjects"][1]
+        self.assertEqual(a["process_median_ratios"], [[1.1] * 3, [1.2] * 3])
+        self.assertEqual(a["ratios"][0], [1.1] * 3 + [1.2] * 3)
+        self.assertEqual(a["median_ratio"], [1.15] * 3)
+        self.assertEqual((a["faster"], a["slower"]), ([0] * 3, [6] * 3))
+        self.assertEqual(a["p"], [0.03125] * 3)
+        [(_, caption, grid)] = in_process.grids(merged)
+        self.assertIn("6 rounds (2 processes of 3 a strategy)", caption)
+        self.assertIn("seeds 1–2", caption)
+        self.assertEqual(grid.rows[1][1], "1.150 (0/6) p=0.031")
 
     def test_a_tool_that_fails_says_why(self):
         with tempfile.TemporaryDirectory() as d:
