@@ -1297,13 +1297,17 @@ class InProcess(unittest.TestCase):
             with open(path, 'w') as f:
                 json.dump(doc, f)
             """)
-        with tempfile.TemporaryDirectory() as d:
-            tool = os.path.join(d, "tool")
-            with open(tool, "w") as f:
-                f.write(f"#!{sys.executable}\n{script}")
-            os.chmod(tool, 0o755)
-            merged = in_process.run_all(tool, ["Map"], [["mimalloc_plain", "a", "a/fresh"],
-                                                        ["mimalloc_plain", "b"]], 3, 1, 30)
+        def run_all(repeats):
+            with tempfile.TemporaryDirectory() as d:
+                tool = os.path.join(d, "tool")
+                with open(tool, "w") as f:
+                    f.write(f"#!{sys.executable}\n{script}")
+                os.chmod(tool, 0o755)
+                return in_process.run_all(tool, ["Map"], [["mimalloc_plain", "a", "a/fresh"],
+                                                          ["mimalloc_plain", "b"]], 3, 1, 30,
+                                          repeats=repeats)
+
+        merged = run_all(repeats=1)
         self.assertEqual(merged["processes"], 2)
         [workload] = merged["workloads"]
         self.assertEqual([s["name"] for s in workload["subjects"]],
@@ -1318,14 +1322,7 @@ class InProcess(unittest.TestCase):
                          ["mimalloc_plain/pooled", "a/pooled", "a/fresh", "b/pooled"])
         # Two processes a strategy (seeds 1 and 2): each subject's rounds pool, its medians
         # stay process by process, and the table counts the rounds of both.
-        with tempfile.TemporaryDirectory() as d:
-            tool = os.path.join(d, "tool")
-            with open(tool, "w") as f:
-                f.write(f"#!{sys.executable}\n{script}")
-            os.chmod(tool, 0o755)
-            merged = in_process.run_all(tool, ["Map"], [["mimalloc_plain", "a", "a/fresh"],
-                                                        ["mimalloc_plain", "b"]], 3, 1, 30,
-                                        repeats=2)
+        merged = run_all(repeats=2)
         self.assertEqual((merged["processes"], merged["processes_per_strategy"],
                           merged["rounds"], merged["rounds_per_process"]), (4, 2, 6, 3))
         [workload] = merged["workloads"]
