@@ -281,8 +281,7 @@ def _process_medians(subject: dict, phase: int) -> list[float]:
 def compare_grids(old: dict | None, new: dict | None,
                   workloads=()) -> list[tuple[str, str, text_tables.Grid]]:
     """(title, caption, grid) per container workload in either run: each subject's median
-    ratio to the reference in OLD and in NEW per phase, and, where both runs kept their rounds,
-    whether NEW's differ from OLD's (a two-sided Mann-Whitney U test over the processes' median
+    ratio to the reference in OLD and in NEW per phase, and whether NEW's differ from OLD's (a two-sided Mann-Whitney U test over the processes' median
     ratios, not the rounds, which share their process: the change of the median ratio where
     p < 0.05, else ~; untested with fewer than three processes a side). `workloads` (names as
     the main tables', e.g. ContainerMap; case aside) narrows them."""
