@@ -210,16 +210,18 @@ def grids(doc: dict) -> list[tuple[str, str, text_tables.Grid]]:
     seed = doc.get("seed")
     seeds = (f"seed {seed}" if per_strategy == 1 or not isinstance(seed, int)
              else f"seeds {seed}–{seed + per_strategy - 1}")
-    pooled = (f" ({per_strategy} processes of {doc.get('rounds_per_process')} a strategy)"
+    pooled = (f" in {per_strategy} processes of {doc.get('rounds_per_process')} a strategy"
               if per_strategy > 1 else "")
     where = (f"each strategy in processes of its own with {reference} ({processes} processes)"
              if processes > 1 else "one process")
+    by_process = (" over the rounds, [processes whose median is below 1 / processes]"
+                  if per_strategy > 1 else "")
     caption = (f"{rounds} rounds{pooled} ({TOOL}, {seeds}"
                f"{', each op right after an untimed one of its own' if doc.get('warm') else ''}"
                f"; {where}), every subject once a round in a new random order; first row: "
                f"{reference}'s median time{' in the first' if processes > 1 else ''}; below: "
                f"time over {reference}'s in the same round, median of the rounds (rounds "
-               "faster / rounds), two-sided sign test p")
+               f"faster / rounds), two-sided sign test p{by_process}")
     out = []
     for workload in doc.get("workloads", []):
         rows, roles = [], []
@@ -230,6 +232,10 @@ def grids(doc: dict) -> list[tuple[str, str, text_tables.Grid]]:
             else:
                 cells = [f"{r:.3f} ({f}/{rounds}) p={p:.3f}" for r, f, p in
                          zip(subject["median_ratio"], subject["faster"], subject["p"])]
+                medians = subject.get("process_median_ratios", [])
+                if len(medians) > 1:
+                    cells = [f"{cell} [{sum(m[phase] < 1 for m in medians)}/{len(medians)}]"
+                             for phase, cell in enumerate(cells)]
                 roles.append("row")
             rows.append([_row_name(subject["name"])] + cells)
         title = f"{CONTAINER_PREFIX}{workload['name']} in one process"
@@ -281,10 +287,11 @@ def _process_medians(subject: dict, phase: int) -> list[float]:
 def compare_grids(old: dict | None, new: dict | None,
                   workloads=()) -> list[tuple[str, str, text_tables.Grid]]:
     """(title, caption, grid) per container workload in either run: each subject's median
-    ratio to the reference in OLD and in NEW per phase, and whether NEW's differ from OLD's (a two-sided Mann-Whitney U test over the processes' median
-    ratios, not the rounds, which share their process: the change of the median ratio where
-    p < 0.05, else ~; untested with fewer than three processes a side). `workloads` (names as
-    the main tables', e.g. ContainerMap; case aside) narrows them."""
+    ratio to the reference in OLD and in NEW per phase, and whether NEW's differ from OLD's (a
+    two-sided Mann-Whitney U test over the processes' median ratios, not the rounds, which
+    share their process: the change of the median ratio where p < 0.05, else ~; untested with
+    fewer than three processes a side). `workloads` (names as the main tables', e.g.
+    ContainerMap; case aside) narrows them."""
     wanted = {w.lower().split("/", 1)[0] for w in workloads}
     if not old or not new:
         return []

@@ -1335,9 +1335,14 @@ class InProcess(unittest.TestCase):
         self.assertEqual((a["faster"], a["slower"]), ([0] * 3, [6] * 3))
         self.assertEqual(a["p"], [0.03125] * 3)
         [(_, caption, grid)] = in_process.grids(merged)
-        self.assertIn("6 rounds (2 processes of 3 a strategy)", caption)
+        self.assertIn("6 rounds in 2 processes of 3 a strategy (pmrkit_interleaved", caption)
         self.assertIn("seeds 1–2", caption)
-        self.assertEqual(grid.rows[1][1], "1.150 (0/6) p=0.031")
+        self.assertIn("[processes whose median is below 1 / processes]", caption)
+        self.assertEqual(grid.rows[1][1], "1.150 (0/6) p=0.031 [0/2]")
+        # Processes on both sides of 1 show it, where the pooled rounds' p cannot.
+        merged["workloads"][0]["subjects"][1]["process_median_ratios"][0] = [0.9] * 3
+        [(_, _, grid)] = in_process.grids(merged)
+        self.assertEqual(grid.rows[1][1], "1.150 (0/6) p=0.031 [1/2]")
 
     def test_a_tool_that_fails_says_why(self):
         with tempfile.TemporaryDirectory() as d:
