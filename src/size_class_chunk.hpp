@@ -58,9 +58,6 @@ struct chunk_header {
   std::uint16_t until_move = 0;
 
   std::uint32_t free_count() const noexcept { return next_move - until_move; }
-  // Blocks out of the shared store: allocated, or in some thread's cache.
-  std::uint32_t blocks_out() const noexcept { return capacity - free_count(); }
-  bool exhausted() const noexcept { return free_count() == 0; }
 };
 
 // The header and the bitmap below it (a bitmap of up to 256 blocks, every class from 16 bytes
