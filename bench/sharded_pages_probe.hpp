@@ -1,5 +1,5 @@
-// A design probe, not a strategy: the smallest pool built the way docs/size_class.md says
-// size_class's store would have to be to free as cheaply as mimalloc ("A sharded store,
+// A design probe, not a strategy: the smallest pool built the way size_class's store would
+// have to be to free as cheaply as mimalloc (docs/size_class_containers.md, "A sharded store,
 // probed"), measured beside size_class and mimalloc_plain when pmrkit_bench runs with
 // --pmrkit_probes, or by pmrkit_interleaved. Pages of 4 KiB slices, sized as size_class sizes
 // its chunks (about 128 blocks, at least one slice, at most LargestPageSlices), each keep a
@@ -242,9 +242,9 @@ class basic_sharded_pages_probe final : public std::pmr::memory_resource {
       }
       if constexpr (owned_pages) {
         // A free on the thread whose heap owns the page: the thread's identity against the
-        // page's, no lookup of the thread's cache and no bracket (docs/size_class.md, "Owner
-        // threads, priced": why an engine's trim() could do without one). From another thread
-        // the block goes onto the page's atomic list.
+        // page's, no lookup of the thread's cache and no bracket
+        // (docs/size_class_containers.md, "Owner threads, priced": why an engine's trim() could
+        // do without one). From another thread the block goes onto the page's atomic list.
         if (pg->thread.load(std::memory_order_relaxed) != &detail::this_thread_caches) [[unlikely]]
           return free_from_other_thread(pg, p);
         *static_cast<void**>(p) = pg->free;

@@ -11,11 +11,11 @@
 // same set of the processor's caches, since the chunks are aligned to 4 KiB or more: a set holds
 // 12-16 lines, a destroyed container's frees touch hundreds of chunks, and nearly every block
 // that came back missed on its header (issue 12: 13-21 ns against 5 a free in a model of the
-// free path, docs/size_class.md, "Headers in one cache set"). So a chunk's header sits at a
-// line chosen by a hash of the chunk's address. A class of 64 blocks a chunk or more lets it
-// land anywhere, on the blocks it covers (two at most, 1.6% of the chunk); a class of fewer
-// and larger blocks keeps it in the space its blocks leave at the chunk's end, which for a power
-// of two is its last block (of that block only the metadata's page is touched, so from 8 KiB
+// free path, docs/size_class_containers.md, "Headers in one cache set"). So a chunk's header
+// sits at a line chosen by a hash of the chunk's address. A class of 64 blocks a chunk or more
+// lets it land anywhere, on the blocks it covers (two at most, 1.6% of the chunk); a class of
+// fewer and larger blocks keeps it in the space its blocks leave at the chunk's end, which for a
+// power of two is its last block (of that block only the metadata's page is touched, so from 8 KiB
 // blocks up most of it is address space, but a 4 KiB class loses the whole block's page).
 //
 // Which blocks of a chunk are free (in the shared store, not out in a cache or with a caller)

@@ -307,7 +307,7 @@ void* size_class_engine<Policy>::refill(size_class_cache& local, unsigned index)
   // Only the first touch_ahead: a refill may take a whole chunk's free blocks (hundreds),
   // most of which the stack hands out much later, and touching all of them cost more than it
   // saved: the pooled Map build took 1.05x mimalloc_plain's time with every block touched,
-  // 1.01x with the first 32 (docs/size_class.md, "How much of a refill to touch").
+  // 1.01x with the first 32 (docs/size_class_containers.md, "How much of a refill to touch").
   const std::uint32_t touched = std::min(got, touch_ahead);
   for (std::uint32_t i = got; i > got - touched; --i) touch(slots[i - 1]);
   stack.count.set(got - 1);

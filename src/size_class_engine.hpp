@@ -238,8 +238,8 @@ class size_class_engine {
   // For each 8 bytes of request size up to small_limit_ (the size rounded up, over 8): where
   // its class's stack lies among a cache's stacks, the class index times sizeof(block_stack),
   // so that a fast path addresses the stack without scaling an index (two instructions fewer
-  // a call: docs/size_class.md, "What a free costs in a destroy"). index_of_stack() gives the
-  // class back.
+  // a call: docs/size_class_containers.md, "What a free costs in a destroy").
+  // index_of_stack() gives the class back.
   std::array<std::uint16_t, table_limit / 8 + 1> small_stack_offsets_{};
   std::array<class_info, size_classes::count> info_{};
   [[no_unique_address]] std::conditional_t<per_thread_caches, nothing, size_class_cache>

@@ -110,9 +110,9 @@ struct alignas(64) class_store {
   // in key order frees all over the class. The two take different loops: a run's bits and
   // count gather in registers and reach its chunk once, in 60% of the time blocks take alone,
   // but every run's end is a branch that a mix of short runs mispredicts
-  // (docs/size_class.md, "Runs of one chunk"). Runs of eight on average are where gathering
-  // starts to win; sixteen pairs of neighbours, spread over the batch, tell (a pass over all
-  // of them cost a fifth of what a block takes).
+  // (docs/size_class_containers.md, "Runs of one chunk"). Runs of eight on average are where
+  // gathering starts to win; sixteen pairs of neighbours, spread over the batch, tell (a pass
+  // over all of them cost a fifth of what a block takes).
   static bool mostly_runs(unsigned chunk_shift, void* const* blocks, std::uint32_t count) noexcept {
     if (count < 2) return false;
     constexpr std::uint32_t most_pairs = 16;
@@ -198,9 +198,10 @@ struct alignas(64) class_store {
   // Counts `returned` blocks, whose bits are set already, back into `chunk`, and moves the chunk
   // as its new count asks (move_back). Most blocks that come back only count down to the next
   // move, instead of working out each move's condition for every block (scattered frees 2-11%
-  // faster; docs/size_class.md, "A block that only counts"); a block given back alone takes one
-  // decrement and a test, in line in give_one_by_one (a destroy's frees pay for every instruction
-  // here: docs/size_class.md, "What a free costs in a destroy").
+  // faster; docs/size_class_containers.md, "A block that only counts"); a block given back
+  // alone takes one decrement and a test, in line in give_one_by_one (a destroy's frees pay
+  // for every instruction here: docs/size_class_containers.md, "What a free costs in a
+  // destroy").
   void count_back(chunk_header* chunk, std::uint32_t returned, chunk_header*& emptied) noexcept {
     if (returned < chunk->until_move) [[likely]] {
       chunk->until_move = static_cast<std::uint16_t>(chunk->until_move - returned);

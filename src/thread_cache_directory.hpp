@@ -67,9 +67,9 @@ void drop_reference(cache_link* link) noexcept;
 // What a thread's `last` points to while it has no cache to name: a link no owner ever holds
 // (its owner stays null), so the fast paths compare its owner with theirs, fail and take the
 // slow path, with no null test before the comparison (two instructions fewer a call, which a
-// container's destroy pays for: docs/size_class.md, "What a free costs in a destroy"). Never
-// written, never adopted, and never destroyed, so that a thread still running while the
-// process exits reads a live object.
+// container's destroy pays for: docs/size_class_containers.md, "What a free costs in a
+// destroy"). Never written, never adopted, and never destroyed, so that a thread still running
+// while the process exits reads a live object.
 struct unowned_link {
   constexpr unowned_link() noexcept : link() {}
   ~unowned_link() {}  // leaves the link alone

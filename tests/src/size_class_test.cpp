@@ -708,8 +708,8 @@ TEMPLATE_TEST_CASE("size_class: an upstream that refuses the slots leaves the po
 // Each chunk's header and bitmap take the place of a block or two, and which ones varies from
 // chunk to chunk: were they at the same offset in every chunk, as they once were (the chunk's
 // end), every header would map to the same set of the processor's caches and a destroyed
-// container's frees would miss on nearly every one (docs/size_class.md, "Headers in one cache
-// set"). So the blocks a full chunk never hands out lie at many offsets modulo 4 KiB.
+// container's frees would miss on nearly every one (docs/size_class_containers.md, "Headers in
+// one cache set"). So the blocks a full chunk never hands out lie at many offsets modulo 4 KiB.
 TEMPLATE_TEST_CASE("size_class: chunk headers lie at offsets that vary from chunk to chunk",
                    "[size_class]", size_class_resource, size_class_unsync_resource) {
   pmrkit::counting_resource upstream;
