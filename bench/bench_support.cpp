@@ -5,13 +5,13 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <cstdio>
 #include <iostream>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
 
 #include "bare_list_resource.hpp"
+#include "json_text.hpp"
 #include "mimalloc_plain_resource.hpp"
 #include "pmrkit/registry.hpp"
 #include "sharded_pages_probe.hpp"
@@ -44,23 +44,6 @@ std::string_view kind_name(option_kind kind) {
 }
 
 }  // namespace
-
-std::string json_string(std::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(c));
-      out += escaped;
-    } else {
-      out += c;
-    }
-  }
-  return out + '"';
-}
 
 std::string strategies_json(const std::vector<strategy_info>& all) {
   std::ostringstream out;

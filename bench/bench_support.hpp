@@ -183,8 +183,6 @@ const std::vector<std::string>& strategy_specs();
 // default, min and max or allowed, description}]}.
 std::string strategies_json(const std::vector<strategy_info>& all);
 
-// A JSON string literal of `text`: quotes, backslashes and control characters escaped.
-std::string json_string(std::string_view text);
 // True if the spec names a strategy whose allocate/deallocate may be used from many threads.
 bool is_thread_safe(const std::string& spec);
 // True if the spec names a strategy that reuses freed memory (false for monotonic).

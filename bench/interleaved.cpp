@@ -43,6 +43,7 @@
 #include "bench_support.hpp"
 #include "container_ops.hpp"
 #include "heap_state.hpp"
+#include "json_text.hpp"
 #include "paired_stats.hpp"
 
 namespace pmrkit::bench {

@@ -5,25 +5,12 @@
 #include <cstring>
 #include <filesystem>
 
+#include "json_text.hpp"
+
 namespace pmrkit::trace_tools {
 namespace {
 
-std::string quoted(const std::string& text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\u%04x", c);
-      out += escaped;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
+using bench::json_string;
 
 std::string number(double value) {
   char text[32];
@@ -50,8 +37,8 @@ void write_benchmark_json(std::ostream& out, const std::string& trace_path,
   const std::string workload = "Replay_" + trace_label(trace_path);
   out << "{\n \"context\": {\n"
       << "  \"executable\": \"pmrkit-replay\",\n"
-      << "  \"pmrkit_trace\": " << quoted(trace_path) << ",\n"
-      << "  \"pmrkit_trace_format\": " << quoted(trace.format) << ",\n"
+      << "  \"pmrkit_trace\": " << json_string(trace_path) << ",\n"
+      << "  \"pmrkit_trace_format\": " << json_string(trace.format) << ",\n"
       << "  \"pmrkit_trace_operations\": " << plan.operations() << ",\n"
       << "  \"pmrkit_trace_threads\": " << plan.threads().size() << ",\n"
       << "  \"pmrkit_trace_cross_thread_frees\": " << plan.cross_thread_frees() << ",\n"
@@ -62,14 +49,15 @@ void write_benchmark_json(std::ostream& out, const std::string& trace_path,
     const std::string name = workload + "/" + row.name;
     for (std::size_t i = 0; i < row.runs.size(); ++i) {
       const trace::replay_result& r = row.runs[i];
-      out << separator << "  {\"name\": " << quoted(name) << ", \"run_name\": " << quoted(name)
+      out << separator << "  {\"name\": " << json_string(name)
+          << ", \"run_name\": " << json_string(name)
           << ", \"run_type\": \"iteration\", \"repetitions\": " << row.runs.size()
           << ", \"repetition_index\": " << i << ", \"threads\": 1"
           << ", \"iterations\": " << r.operations << ", \"real_time\": "
           << number(r.ns_per_operation()) << ", \"cpu_time\": " << number(r.ns_per_operation())
           << ", \"time_unit\": \"ns\", \"peak_live_bytes\": " << r.peak_live_bytes;
       if (r.peak_held_bytes) out << ", \"peak_held_bytes\": " << *r.peak_held_bytes;
-      if (!row.held_method.empty()) out << ", \"label\": " << quoted("held=" + row.held_method);
+      if (!row.held_method.empty()) out << ", \"label\": " << json_string("held=" + row.held_method);
       out << "}";
       separator = ",\n";
     }
