@@ -7,10 +7,11 @@
 //   AllocBatch        100 x allocate(64), then 100 frees in allocation order; one op = the batch
 //   AllocMixed        a live set of 1000 blocks; each op frees a random one and allocates a
 //                     random size in 8..4096 in its place
-//   AllocMixedShared  AllocMixed on one resource shared by 1 or 2 threads; every 16th block is
-//                     swapped through a shared mailbox, so the other thread frees it
-//                     (cross-thread frees); threads:2 only for thread-safe strategies (and
-//                     the probe that takes frees from other threads)
+//   AllocMixedShared  AllocMixed on one resource shared by 1, 2, 4, ... threads, up to the
+//                     machine's hardware threads (at least 2); every 16th block is swapped
+//                     through a shared mailbox, so another thread frees it (cross-thread
+//                     frees); more than one thread only for thread-safe strategies (and the
+//                     probe that takes frees from other threads)
 //   AllocScatter      20,000 blocks of 16..128 bytes allocated one after another, then freed
 //                     in a random order, as a node container is destroyed in hash order; one
 //                     op = the whole set (items = blocks). Frees far from where they were
@@ -142,6 +143,17 @@ live_block unpack(std::uint64_t v) {
           static_cast<std::uint32_t>(v & 0xffff)};
 }
 
+// AllocMixedShared's thread counts beyond one: doubling up to the hardware threads, so a
+// 16-core machine draws a scaling curve, and 2 at least, so a 2-core one still shows whether
+// a strategy's threads fight over shared state (more threads than cores would measure the
+// scheduler).
+std::vector<int> shared_thread_counts() {
+  const int cores = std::max(2, static_cast<int>(std::thread::hardware_concurrency()));
+  std::vector<int> counts;
+  for (int threads = 2; threads <= cores; threads *= 2) counts.push_back(threads);
+  return counts;
+}
+
 // The timed pass runs on every thread of the row; the counting pass on the first thread alone
 // (as one thread of one: its blocks cross through the mailbox to itself), with a run of its own.
 void alloc_mixed_shared(benchmark::State& state, const std::string& spec) {
@@ -230,7 +242,7 @@ void register_alloc_patterns() {
                                                 alloc_mixed_shared, spec);
     shared->UseRealTime()->Threads(1);
     if (is_reference || (probe ? is_thread_safe_probe(spec) : is_thread_safe(spec)))
-      shared->Threads(2);
+      for (const int threads : shared_thread_counts()) shared->Threads(threads);
   }
 }
 

@@ -79,10 +79,17 @@ std::string strategies_json(const std::vector<strategy_info>& all) {
 // What run_row gathers over a row's two passes. Only the row's first thread measures.
 class row_memory {
  public:
-  row_memory(held_method method, bool measuring) : probe_(method), measuring_(measuring) {
+  row_memory(held_method method, bool measuring, bool measures_timed_pass)
+      : probe_(method), measuring_(measuring), measures_timed_pass_(measures_timed_pass) {
     if (measuring_) probe_.start();
   }
   held_method method() const noexcept { return probe_.method(); }
+  // False for a row on several threads: its live bytes are counted on one thread (the counting
+  // pass), so its held memory is that pass's alone. Held over the timed pass's threads would
+  // stand against one thread's live bytes, and would count those threads for the strategies
+  // measured from upstream but not for a probe that sees only the counting pass's blocks
+  // (mimalloc's resident pages).
+  bool measures_timed_pass() const noexcept { return measures_timed_pass_; }
   const process_held_probe& probe() const noexcept { return probe_; }
   void sample() {
     if (measuring_) uncounted([this] { probe_.sample(); });
@@ -152,6 +159,7 @@ class row_memory {
   };
   process_held_probe probe_;
   bool measuring_;
+  bool measures_timed_pass_;
   bool counting_heap_ = false;
   std::uint64_t held_peak_ = 0;
   std::uint64_t live_peak_ = 0;
@@ -220,12 +228,12 @@ void row_pass::end_counting(double ops) {
 }
 
 void row_pass::before_timed_loop() {
-  memory_.sample();
+  if (memory_.measures_timed_pass()) memory_.sample();
   faults_before_timed_loop_ = thread_page_faults();
 }
 void row_pass::after_timed_loop() {
   memory_.note_timed_faults(thread_page_faults() - faults_before_timed_loop_);
-  memory_.sample();
+  if (memory_.measures_timed_pass()) memory_.sample();
 }
 
 void row_pass::mark_phase(const std::string& name) {
@@ -282,7 +290,8 @@ strategy_under_test::~strategy_under_test() { report_and_detach(); }
 void strategy_under_test::report_and_detach() {
   if (detached_) return;
   detached_ = true;
-  pass_.memory_.note_held(own_held_peak());
+  if (pass_.counting() || pass_.memory_.measures_timed_pass())
+    pass_.memory_.note_held(own_held_peak());
   if (meter_) pass_.memory_.note_live(meter_->peak());
   if (pass_.subject_ == this) pass_.subject_ = nullptr;
 }
@@ -305,7 +314,8 @@ std::uint64_t strategy_under_test::live_bytes_now() const { return meter_ ? mete
 void run_row(benchmark::State& state, const std::string& key,
              function_ref<void(benchmark::State&, row_pass&)> body) {
   const bool first_thread = state.thread_index() == 0;
-  row_memory memory(held_method_for(key, malloc_is_preloaded()), first_thread);
+  row_memory memory(held_method_for(key, malloc_is_preloaded()), first_thread,
+                    state.threads() == 1);
   {
     row_pass timed(memory, 0);
     body(state, timed);

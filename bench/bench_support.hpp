@@ -11,7 +11,8 @@
 //                  it is preloaded (heap_counter.hpp)
 // Counters of every row (JSON names): allocs_per_op and bytes_per_op (counting pass, like Go's
 // -benchmem; only with the heap counter preloaded: bench/report/runner.py runs one such
-// process per row), peak_held_bytes (held_memory.hpp: the most the strategy held over both passes),
+// process per row), peak_held_bytes (held_memory.hpp: the most the strategy held over both passes;
+// for a row on several threads, over the counting pass alone, like its live bytes),
 // peak_live_bytes (counting pass), faults_per_op (the page faults, minor and major, that the
 // timed loop took on the row's first thread, per op: a fresh chunk's first touch, or memory
 // glibc gave back and the next op takes again); label "held=<method>"; phase workloads add
