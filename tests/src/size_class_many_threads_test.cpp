@@ -152,6 +152,9 @@ TEST_CASE("size_class: the caches of 64 threads share max_cached_total", "[size_
   };
   size_class_options options;
   options.cache_idle_time = {};  // no idle sweeps: the share alone bounds the caches
+  // 128 KiB a cache, a quarter of the default's share: far enough below what 64 unbounded
+  // caches keep for the bound's effect to stand out from the caches' 16 KiB floors.
+  options.max_cached_total = 8 * mib;
   const size_class_stats bounded = parked_pool(options);
   INFO("held " << bounded.bytes_from_upstream << ", cached " << bounded.cached_bytes
                << ", limits " << bounded.cache_limit_bytes);
