@@ -212,7 +212,7 @@ def grids(doc: dict) -> list[tuple[str, str, text_tables.Grid]]:
              else f"seeds {seed}–{seed + per_strategy - 1}")
     pooled = (f" in {per_strategy} processes of {doc.get('rounds_per_process')} a strategy"
               if per_strategy > 1 else "")
-    where = (f"each strategy in processes of its own with {reference} ({processes} processes)"
+    where = (f"each strategy in processes of its own with {reference}, {processes} processes"
              if processes > 1 else "one process")
     by_process = (" over the rounds, [processes whose median is below 1 / processes]"
                   if per_strategy > 1 else "")

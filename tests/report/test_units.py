@@ -1316,7 +1316,7 @@ class InProcess(unittest.TestCase):
         self.assertEqual([s.get("reference_median_seconds") for s in workload["subjects"]],
                          [None, [2.0] * 3, [2.0] * 3, [1.0] * 3])
         [(_, caption, grid)] = in_process.grids(merged)
-        self.assertIn("each strategy in processes of its own with mimalloc_plain (2 processes)",
+        self.assertIn("each strategy in processes of its own with mimalloc_plain, 2 processes",
                       caption)
         self.assertEqual([r[0] for r in grid.rows],
                          ["mimalloc_plain/pooled", "a/pooled", "a/fresh", "b/pooled"])
