@@ -1,7 +1,8 @@
 // size_class_resource in a service with many threads (issue 15): trim() takes the caches of
 // parked threads, the caches of a resource share max_cached_total (and one over its share
-// shrinks to it at its next slow path), a busy thread takes the share of threads that went
-// idle, and the caches of threads that stay idle go back without trim().
+// shrinks to it at its next slow path), whose default leaves sixteen threads their whole
+// thread_cache, a busy thread takes the share of threads that went idle, and the caches of
+// threads that stay idle go back without trim().
 #include <barrier>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -168,6 +169,49 @@ TEST_CASE("size_class: the caches of 64 threads share max_cached_total", "[size_
   const size_class_stats old = parked_pool(unbounded);
   CHECK(old.cached_bytes > 4 * bounded.cached_bytes);
   CHECK(old.bytes_from_upstream > 3 * bounded.bytes_from_upstream / 2);
+}
+
+// The default total is sized for a 16-core machine's busy threads: with 16 caches each still
+// grows to its whole thread_cache. Under the old 8 MiB they got 512 KiB each, and on 16 cores
+// mixed sizes ran at a seventh of the speed (docs/size_class.md, "Sixteen cores").
+TEST_CASE("size_class: by default, sixteen busy threads each keep a whole thread_cache",
+          "[size_class][threads]") {
+  constexpr unsigned threads = 16;
+  size_class_options options;
+  options.cache_idle_time = {};  // no idle sweeps: the caches stay while this thread reads them
+  size_class_resource pool(options);
+  std::barrier step(threads + 1);
+  std::vector<std::thread> workers;
+  for (unsigned t = 0; t < threads; ++t) {
+    workers.emplace_back([&] {
+      pool.deallocate(pool.allocate(64), 64);  // every cache made before any grows
+      step.arrive_and_wait();
+      // Two classes of about 1 MiB of limit each (half a thread_cache at most per class),
+      // grown by refills and kept in use together, so neither is scavenged.
+      std::vector<void*> blocks;
+      for (int round = 0; round < 20; ++round) {
+        for (const std::size_t size : {4096, 3072}) {
+          for (int i = 0; i < 400; ++i) blocks.push_back(pool.allocate(size));
+          for (void* p : blocks) pool.deallocate(p, size);
+          blocks.clear();
+        }
+      }
+      step.arrive_and_wait();  // parked, limits grown
+      step.arrive_and_wait();
+    });
+  }
+  step.arrive_and_wait();
+  step.arrive_and_wait();
+  const size_class_stats parked = pool.stats();
+  step.arrive_and_wait();
+  for (std::thread& worker : workers) worker.join();
+  INFO("limits " << parked.cache_limit_bytes << " over " << threads << " caches, total "
+                 << options.max_cached_total);
+  CHECK(parked.thread_cached_bytes.size() == threads);
+  // Each cache's two classes grew to at least three quarters of its thread_cache; with 512 KiB
+  // a cache the limits could not add up to more than 8 MiB and the caches' overshoot.
+  CHECK(parked.cache_limit_bytes >= threads * options.thread_cache * 3 / 4);
+  CHECK(parked.cache_limit_bytes <= options.max_cached_total + threads * (16 + 32) * 1024);
 }
 
 // A cache that grew while its thread was alone shrinks to its share at its next slow path once
