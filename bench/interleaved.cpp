@@ -9,9 +9,10 @@
 // "bare_list" or a probe (sharded_pages_probe.hpp: "sharded_pages_probe", "..._1m", "..._grow",
 // "..._owned", "..._chunks", "..._owned_chunks", "..._owned_lean", "..._owned_spans"),
 // optionally followed by "/fresh": a new resource per op over new_delete, made in build and
-// destroyed in destroy (a request arena); without it, one resource reused by every op and
-// warmed by one op (a long-lived service). The first subject is the reference; default:
-// mimalloc_plain size_class size_class/fresh. --warm
+// destroyed in destroy (a request arena), or "/shared": the same over one pool that outlives
+// the ops (bench_support.hpp's shared_pool, a default size_class, warmed by one op); without
+// either, one resource reused by every op and warmed by one op (a long-lived service). The
+// first subject is the reference; default: mimalloc_plain size_class size_class/fresh. --warm
 // runs each subject's op twice in a row and times the second, so an op starts with its own
 // memory in the caches; without it, an op starts after the other subjects' ops. The heap is
 // warm as in pmrkit_bench (heap_state.hpp). --json FILE also writes what the tables show, for
@@ -50,6 +51,7 @@ namespace pmrkit::bench {
 namespace {
 
 constexpr std::string_view fresh_suffix = "/fresh";
+constexpr std::string_view shared_suffix = "/shared";
 
 struct options {
   std::size_t rounds = 41;
@@ -63,7 +65,7 @@ struct options {
 [[noreturn]] void usage_error(const std::string& message) {
   std::cerr << "pmrkit_interleaved: " << message
             << "\nusage: pmrkit_interleaved [--rounds N] [--seed S] [--warm] [--workload NAME]... "
-               "[--json FILE] [SUBJECT[/fresh]]...\n";
+               "[--json FILE] [SUBJECT[/fresh|/shared]]...\n";
   std::exit(2);
 }
 
@@ -116,18 +118,26 @@ options parse(int argc, char** argv) {
   return o;
 }
 
-// One subject: the resource every op reuses (pooled), or the spec each op makes one from
-// (fresh).
+// One subject: the resource every op reuses (pooled), or the spec each op makes one from, over
+// new_delete (fresh) or over a pool that outlives the ops (shared).
 class subject {
  public:
   explicit subject(std::string name) : name_(std::move(name)) {
-    fresh_ = name_.size() > fresh_suffix.size() &&
-             name_.compare(name_.size() - fresh_suffix.size(), fresh_suffix.size(),
-                           fresh_suffix) == 0;
-    spec_ = fresh_ ? name_.substr(0, name_.size() - fresh_suffix.size()) : name_;
-    // Made now in both cases, so that a spec the registry refuses stops the run before any op.
+    const auto ends_with = [&](std::string_view suffix) {
+      return name_.size() > suffix.size() &&
+             name_.compare(name_.size() - suffix.size(), suffix.size(), suffix) == 0;
+    };
+    spec_ = name_;
+    for (const auto& [suffix, variant] : {std::pair{fresh_suffix, kind::fresh},
+                                          std::pair{shared_suffix, kind::shared}}) {
+      if (ends_with(suffix)) {
+        kind_ = variant;
+        spec_ = name_.substr(0, name_.size() - suffix.size());
+      }
+    }
+    // Made now in every case, so that a spec the registry refuses stops the run before any op.
     pooled_ = make_subject(spec_, std::pmr::new_delete_resource());
-    if (fresh_) pooled_.reset();
+    if (kind_ != kind::pooled) pooled_.reset();
   }
 
   // A monotonic resource never reuses what is freed; reused by every op it would only grow, so
@@ -139,39 +149,64 @@ class subject {
 
   const std::string& name() const noexcept { return name_; }
 
-  // Starts a workload: a pooled subject gets a new resource, warmed by one op.
+  // Starts a workload: a pooled subject gets a new resource, a shared one a new pool, each
+  // warmed by one op.
   void begin(container_op op) {
-    if (fresh_) return;
-    pooled_ = make_subject(spec_, std::pmr::new_delete_resource());
     phase_timer warm_up;
-    op(pooled_.get(), warm_up);
-    recycle();
+    switch (kind_) {
+      case kind::fresh:
+        return;
+      case kind::shared:
+        pool_ = std::make_unique<shared_pool>();
+        op_on_own_resource(op, pool_->resource(), warm_up);
+        return;
+      case kind::pooled:
+        pooled_ = make_subject(spec_, std::pmr::new_delete_resource());
+        op(pooled_.get(), warm_up);
+        recycle();
+        return;
+    }
   }
 
   phase_timer run(container_op op) {
     phase_timer timer;
-    if (!fresh_) {
+    if (kind_ == kind::pooled) {
       op(pooled_.get(), timer);
       recycle();
-      return timer;
+    } else {
+      op_on_own_resource(op, kind_ == kind::shared ? pool_->resource()
+                                                   : std::pmr::new_delete_resource(),
+                         timer);
     }
+    return timer;
+  }
+
+  void end() {
+    pooled_.reset();
+    pool_.reset();
+  }
+
+ private:
+  enum class kind { pooled, fresh, shared };
+
+  // A resource of its own for one op: made in build, destroyed (its memory returned) in
+  // destroy.
+  void op_on_own_resource(container_op op, std::pmr::memory_resource* upstream,
+                          phase_timer& timer) {
     timer.begin(phase::build);
-    auto own = make_subject(spec_, std::pmr::new_delete_resource());
+    auto own = make_subject(spec_, upstream);
     timer.end(phase::build);
     op(own.get(), timer);
     timer.begin(phase::destroy);
     own.reset();
     timer.end(phase::destroy);
-    return timer;
   }
 
-  void end() { pooled_.reset(); }
-
- private:
   std::string name_;
   std::string spec_;
-  bool fresh_ = false;
+  kind kind_ = kind::pooled;
   std::unique_ptr<std::pmr::memory_resource> pooled_;
+  std::unique_ptr<shared_pool> pool_;
 };
 
 void print_workload(std::string_view name, const std::vector<subject>& subjects,
@@ -269,7 +304,8 @@ int run(const options& o) {
     std::string besides = "mimalloc_plain, bare_list";
     for (const std::string& probe : probe_names) besides += ", " + probe;
     usage_error(std::string(e.what()) + "; besides the strategies: " + besides +
-                "; any of them followed by /fresh for a new resource per op");
+                "; any of them followed by /fresh for a new resource per op, or by /shared for "
+                "one per op over a long-lived pool");
   }
   // Opened before any op runs, so that a path it cannot write stops the run at once.
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> json(nullptr, &std::fclose);

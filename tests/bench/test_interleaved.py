@@ -10,7 +10,8 @@ Checks:
     call and quarantines what is freed) builds and destroys the map far slower than
     mimalloc_plain, so its ratios are well above 1 (2.9x and 17x when written); read the other
     way round they would be below 1;
-  - a /fresh subject and a pooled monotonic one (released between ops) both run;
+  - a /fresh subject, a /shared one (a new resource per op over a pool that outlives the ops)
+    and a pooled monotonic one (released between ops) all run;
   - --json FILE writes what the table shows: per workload each subject's median seconds per
     phase and, past the reference, the same ratios, rounds faster and slower, and p as the
     text, and every round's ratio (whose median and count below 1 are those); a path it
@@ -51,7 +52,8 @@ def check_json(path, text, rows):
         return
     subjects = workloads[0]["subjects"]
     check([s["name"] for s in subjects] == ["mimalloc_plain", "checked", "size_class/fresh",
-                                            "monotonic"], "the JSON's subjects, in order")
+                                            "size_class/shared", "monotonic"],
+          "the JSON's subjects, in order")
     ref = re.search(r"^  mimalloc_plain\s+(\S+) us\s+(\S+) us\s+(\S+) us", text, re.M)
     if ref:
         check(all(abs(s * 1e6 - float(t)) <= 0.051 for s, t in
@@ -82,7 +84,7 @@ def main():
     scratch = tempfile.mkdtemp(prefix="pmrkit-interleaved-test-")
     json_path = os.path.join(scratch, "map.json")
     out = run(tool, "--rounds", "3", "--workload", "Map", "--json", json_path, "mimalloc_plain",
-              "checked", "size_class/fresh", "monotonic")
+              "checked", "size_class/fresh", "size_class/shared", "monotonic")
     check(out.returncode == 0, f"a valid run exits 0, not {out.returncode}: {out.stderr}")
     text = out.stdout
     check(re.search(r"^Map\s+build\s+read\s+destroy", text, re.M) is not None,
@@ -94,7 +96,7 @@ def main():
           "the reference's row shows its median time of each phase")
     cell = r"(\d+\.\d+) \((\d+)/3\) p=(\d\.\d+)"
     rows = {}
-    for name in ("checked", "size_class/fresh", "monotonic"):
+    for name in ("checked", "size_class/fresh", "size_class/shared", "monotonic"):
         m = re.search(rf"^  {re.escape(name)}\s+{cell}\s+{cell}\s+{cell}", text, re.M)
         check(m is not None, f"a row for {name} with a ratio, (faster/3) and p per phase")
         if m:
