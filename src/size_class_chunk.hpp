@@ -220,16 +220,6 @@ inline chunk_header* format_chunk(std::byte* base, std::size_t chunk_bytes,
   return header;
 }
 
-// Makes the chunk at `base`, which was out whole (a block of its own size), an empty chunk to
-// keep: a header at its start that records its size and links it into a list. A class that
-// takes it formats it again (format_chunk).
-inline chunk_header* empty_chunk_at(std::byte* base, std::size_t chunk_bytes) noexcept {
-  auto* const header = new (base) chunk_header{};
-  header->bytes = static_cast<std::uint32_t>(chunk_bytes);
-  header->state = chunk_state::empty;
-  return header;
-}
-
 // Block index from a block's offset in its chunk without a division: offsets are exact
 // multiples of the block size and below 2^32, so multiplying by ceil(2^32 / size) and keeping
 // the high half is exact (the error, index * (reciprocal * size - 2^32), stays below 2^32).

@@ -164,7 +164,6 @@ unsigned size_class_engine<Policy>::class_for(std::size_t bytes,
 
 template <class Policy>
 void* size_class_engine<Policy>::allocate_slow(std::size_t bytes, std::size_t alignment) {
-  if (is_whole_chunk(bytes, alignment)) return allocate_whole_chunk(bytes);
   const unsigned index = class_for(bytes, alignment);
   if (index == size_classes::none) return allocate_large(bytes, alignment);
   if constexpr (per_thread_caches) {
@@ -196,7 +195,6 @@ void* size_class_engine<Policy>::allocate_slow(std::size_t bytes, std::size_t al
 template <class Policy>
 void size_class_engine<Policy>::deallocate_slow(void* block, std::size_t bytes,
                                                 std::size_t alignment) noexcept {
-  if (is_whole_chunk(bytes, alignment)) return deallocate_whole_chunk(block, bytes);
   const unsigned index = class_for(bytes, alignment);
   if (index == size_classes::none) return deallocate_large(block, bytes, alignment);
   if constexpr (per_thread_caches) {
@@ -704,45 +702,6 @@ void size_class_engine<Policy>::deallocate_large(void* block, std::size_t bytes,
   upstream_->deallocate(block, bytes, alignment);
 }
 
-// ---------------------------------------------------------------- whole chunks
-
-template <class Policy>
-void* size_class_engine<Policy>::allocate_whole_chunk(std::size_t bytes) {
-  std::byte* base = nullptr;
-  if (chunk_header* const kept = empty_chunks_.take(bytes)) {
-    base = base_of_chunk(kept, bytes);
-  } else {
-    make_room_for(bytes);  // as obtain_chunk does for a class
-    base = new_chunk(bytes);
-  }
-  std::size_t table_grew_by = 0;
-  try {
-    const std::lock_guard lock(large_mutex_);
-    table_grew_by = large_blocks_.insert({base, bytes, bytes}, upstream_);
-    ++whole_chunk_allocations_;
-  } catch (...) {
-    retire_chunks(empty_chunk_at(base, bytes));
-    throw;
-  }
-  if (table_grew_by != 0)
-    peak_bytes_from_upstream_.raise_to(bytes_from_upstream_.add(table_grew_by));
-  return base;
-}
-
-template <class Policy>
-void size_class_engine<Policy>::deallocate_whole_chunk(void* block, std::size_t bytes) noexcept {
-  {
-    const std::lock_guard lock(large_mutex_);
-    if (large_blocks_.erase(block).address == nullptr) {
-      ++large_unknown_deallocations_;  // as deallocate_large: the caller's bug, counted
-      assert(!"pmrkit: size_class: deallocate() of a whole chunk this resource does not hold");
-      return;
-    }
-    ++whole_chunk_deallocations_;
-  }
-  retire_chunks(empty_chunk_at(static_cast<std::byte*>(block), bytes));
-}
-
 // ---------------------------------------------------------------- release and stats
 
 template <class Policy>
@@ -783,7 +742,6 @@ void size_class_engine<Policy>::release() noexcept {
   bytes_from_upstream_.subtract(large_blocks_.storage_bytes());
   large_blocks_.release_storage(upstream_);
   large_allocations_ = large_deallocations_ = large_unknown_deallocations_ = 0;
-  whole_chunk_allocations_ = whole_chunk_deallocations_ = 0;
 }
 
 template <class Policy>
@@ -861,10 +819,7 @@ size_class_stats size_class_engine<Policy>::stats() const {
     const std::lock_guard lock(large_mutex_);
     out.large_allocations = large_allocations_;
     out.large_deallocations = large_deallocations_;
-    out.whole_chunk_allocations = whole_chunk_allocations_;
-    out.whole_chunk_deallocations = whole_chunk_deallocations_;
-    out.large_live_blocks =
-        large_blocks_.size() - (whole_chunk_allocations_ - whole_chunk_deallocations_);
+    out.large_live_blocks = large_blocks_.size();
     out.large_unknown_deallocations = large_unknown_deallocations_;
   }
   out.bytes_from_upstream = bytes_from_upstream_.get();

@@ -225,19 +225,6 @@ class size_class_engine {
   void free_chunks(chunk_header* chain) noexcept;
   void* allocate_large(std::size_t bytes, std::size_t alignment);
   void deallocate_large(void* block, std::size_t bytes, std::size_t alignment) noexcept;
-  // A request shaped as a chunk, a power of two from 8 KiB aligned to its size, which is what
-  // a pool over this one asks for its own chunks: served whole, from the empty chunks kept or
-  // from upstream, and kept among them when it comes back (within max_retained). A class of
-  // such blocks would hold seven of them a chunk (the header takes the eighth) and pin a
-  // partly used chunk, so a request arena over a long-lived size_class held 1.35-1.58x its
-  // live bytes (docs/size_class.md, "A resource per request"). 4 KiB pages keep their class
-  // (fifteen of sixteen a chunk), through the thread's cache.
-  static constexpr bool is_whole_chunk(std::size_t bytes, std::size_t alignment) noexcept {
-    return bytes == alignment && bytes >= 2 * smallest_chunk_bytes &&
-           bytes <= largest_chunk_bytes;
-  }
-  void* allocate_whole_chunk(std::size_t bytes);
-  void deallocate_whole_chunk(void* block, std::size_t bytes) noexcept;
 
   struct nothing {};
   using shared_counter = typename traits::shared_counter;
@@ -269,9 +256,6 @@ class size_class_engine {
   std::uint64_t large_allocations_ = 0;             // guarded by large_mutex_
   std::uint64_t large_deallocations_ = 0;           // guarded by large_mutex_
   std::uint64_t large_unknown_deallocations_ = 0;   // guarded by large_mutex_
-  // Whole chunks are in large_blocks_ too (release() returns them with the large blocks).
-  std::uint64_t whole_chunk_allocations_ = 0;       // guarded by large_mutex_
-  std::uint64_t whole_chunk_deallocations_ = 0;     // guarded by large_mutex_
 
   alignas(64) shared_counter bytes_from_upstream_;
   shared_counter peak_bytes_from_upstream_;

@@ -4,10 +4,7 @@
 // of 16 up to 128, four classes per power of two up to 2 KiB, eight above; those up to 4 KiB
 // widened to fill their chunks, and 4080 beside 4096) and served from chunks that the resource takes from
 // `upstream`, one chunk per class at a time. Larger requests, and alignments a class cannot
-// provide, go straight to upstream and straight back on free. A request shaped as a chunk (a
-// power of two from 8 KiB, aligned to its size: what a pool over this one asks it for) takes a
-// whole chunk, which comes back among the empty chunks, so request arenas over a long-lived
-// size_class share its memory chunk by chunk.
+// provide, go straight to upstream and straight back on free.
 // Chunks whose blocks are all free go back to upstream once more than max_retained bytes sit
 // in such chunks, or when the resource would otherwise hold more than it ever has for a
 // chunk of another size; release() and the destructor return everything, whatever is still
@@ -109,12 +106,6 @@ struct size_class_stats {
   // freed twice, or freed after release()): a caller's bug, ignored and counted here (debug
   // builds also assert).
   std::uint64_t large_unknown_deallocations = 0;
-  // Requests shaped as chunks, a power of two from 8 KiB aligned to its size (what a pool over
-  // this one asks for its chunks): each is served by a whole chunk, an empty one kept here or a
-  // new one from upstream, and kept among the empty chunks when it comes back (max_retained).
-  // Not among the large blocks above.
-  std::uint64_t whole_chunk_allocations = 0;
-  std::uint64_t whole_chunk_deallocations = 0;
   // Held now: chunks, large blocks and their table, the caches' slots.
   std::uint64_t bytes_from_upstream = 0;
   std::uint64_t peak_bytes_from_upstream = 0;  // high-water mark of bytes_from_upstream
