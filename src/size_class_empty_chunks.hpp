@@ -26,8 +26,12 @@ class empty_chunks {
   // An empty chunk of `chunk_bytes`, or nullptr if none is kept.
   chunk_header* take(std::size_t chunk_bytes) noexcept {
     const std::lock_guard lock(mutex_);
-    chunk_header* const chunk = lists_[slot_of(chunk_bytes)].pop();
-    if (chunk) bytes_.subtract(chunk_bytes);
+    chunk_list& list = lists_[slot_of(chunk_bytes)];
+    chunk_header* const chunk = list.front();
+    if (chunk) {
+      list.remove(chunk);
+      bytes_.subtract(chunk_bytes);
+    }
     return chunk;
   }
 
@@ -37,7 +41,7 @@ class empty_chunks {
     const std::lock_guard lock(mutex_);
     if (bytes_.get() + chunk_bytes > max_retained) return false;
     bytes_.add(chunk_bytes);
-    lists_[slot_of(chunk_bytes)].push(chunk);
+    lists_[slot_of(chunk_bytes)].push_front(chunk);
     return true;
   }
 
@@ -51,8 +55,9 @@ class empty_chunks {
     for (auto slot = static_cast<unsigned>(lists_.size()); slot-- > 0 && taken_bytes < bytes;) {
       const std::size_t size = smallest_chunk_bytes << slot;
       while (taken_bytes < bytes) {
-        chunk_header* const chunk = lists_[slot].pop();
+        chunk_header* const chunk = lists_[slot].front();
         if (!chunk) break;
+        lists_[slot].remove(chunk);
         chunk->next = taken;
         taken = chunk;
         taken_bytes += size;
@@ -66,8 +71,9 @@ class empty_chunks {
   chunk_header* take_all() noexcept {
     const std::lock_guard lock(mutex_);
     chunk_header* all = nullptr;
-    for (chunk_stack& list : lists_) {
-      while (chunk_header* const chunk = list.pop()) {
+    for (chunk_list& list : lists_) {
+      while (chunk_header* const chunk = list.front()) {
+        list.remove(chunk);
         chunk->next = all;
         all = chunk;
       }
@@ -83,28 +89,8 @@ class empty_chunks {
     return static_cast<unsigned>(std::bit_width(chunk_bytes / smallest_chunk_bytes)) - 1;
   }
 
-  // The chunks of one size, last kept first taken, linked through next alone: keeping or
-  // taking a chunk writes its own header and no neighbour's. A chunk that comes back whole
-  // (a request arena's, over this pool) is cold, and a doubly linked list made each keep and
-  // each take miss on a second chunk's line as well.
-  class chunk_stack {
-   public:
-    void push(chunk_header* chunk) noexcept {
-      chunk->next = top_;
-      top_ = chunk;
-    }
-    chunk_header* pop() noexcept {
-      chunk_header* const chunk = top_;
-      if (chunk) top_ = chunk->next;
-      return chunk;
-    }
-
-   private:
-    chunk_header* top_ = nullptr;
-  };
-
   mutable typename policy_traits<Policy>::mutex mutex_;
-  std::array<chunk_stack, slot_of(largest_chunk_bytes) + 1> lists_{};
+  std::array<chunk_list, slot_of(largest_chunk_bytes) + 1> lists_{};
   typename policy_traits<Policy>::shared_counter bytes_;  // read by stats() without the lock
 };
 
