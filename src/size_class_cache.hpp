@@ -71,6 +71,10 @@ struct block_stack {
 static_assert(sizeof(block_stack<plain_counter>) == 32);
 static_assert(sizeof(block_stack<single_writer_counter>) == 32);
 
+// A stack for each class, and one for each size of whole chunk (size_class_chunk.hpp), after
+// the classes the resource pools.
+inline constexpr unsigned cache_stack_count = size_classes::count + whole_chunk_sizes;
+
 // The stacks of every class, for one thread and one resource (unsync: for the resource).
 // Invariant: limit_bytes = sum of limit * block size over the classes <= budget, so the
 // blocks a cache holds never exceed the budget without the fast path having to count bytes.
@@ -89,12 +93,12 @@ struct size_class_cache {
   std::uint64_t activity_at_last_sweep = ~std::uint64_t{0};  // written by sweeps, in turn
   bool sweep_due = false;  // this thread claimed the next sweep: done once this use ends
   // Aligned so that each 32-byte stack lies within one cache line.
-  alignas(64) std::array<block_stack<Counter>, size_classes::count> stacks{};
+  alignas(64) std::array<block_stack<Counter>, cache_stack_count> stacks{};
   // The cache's allocations, and each stack's (their low 32 bits), at the last scavenge: a class
   // whose count has not moved since, and whose stack took no slow path, was not used while the
   // thread made that many allocations (size_class_engine's scavenge).
   std::uint64_t allocations_at_scavenge = 0;
-  std::array<std::uint32_t, size_classes::count> class_allocations_at_scavenge{};
+  std::array<std::uint32_t, cache_stack_count> class_allocations_at_scavenge{};
 };
 
 }  // namespace pmrkit::detail

@@ -40,6 +40,15 @@ namespace pmrkit::detail {
 inline constexpr std::size_t smallest_chunk_bytes = 4096;
 inline constexpr std::size_t largest_chunk_bytes = std::size_t{256} << 20;
 
+// Whole chunks: a request of a power of two in this range, aligned to its size, is what a pool
+// over a size_class asks it for its own chunks (a request arena's), and takes a whole chunk
+// (size_class_engine.hpp, is_whole_chunk). 4 KiB pages keep their class; above 512 KiB, the
+// largest chunk a class takes at the default chunk_size, requests go to upstream as before.
+inline constexpr std::size_t smallest_whole_chunk = 2 * smallest_chunk_bytes;
+inline constexpr std::size_t largest_whole_chunk = std::size_t{512} << 10;
+inline constexpr unsigned whole_chunk_sizes = 7;  // 8 KiB, 16 KiB, ..., 512 KiB
+static_assert(smallest_whole_chunk << (whole_chunk_sizes - 1) == largest_whole_chunk);
+
 enum class chunk_state : std::uint8_t { partial, full, empty };
 
 struct chunk_header {
@@ -217,6 +226,16 @@ inline chunk_header* format_chunk(std::byte* base, std::size_t chunk_bytes,
   // Every block free; the store that takes the chunk sets where its next move is.
   header->next_move = static_cast<std::uint16_t>(header->capacity);
   header->until_move = 0;
+  return header;
+}
+
+// Makes the chunk at `base`, which was out whole, an empty chunk to keep: a header at its start
+// that records its size and links it into a list. A class that takes it formats it again
+// (format_chunk).
+inline chunk_header* empty_chunk_at(void* base, std::size_t chunk_bytes) noexcept {
+  auto* const header = new (base) chunk_header{};
+  header->bytes = static_cast<std::uint32_t>(chunk_bytes);
+  header->state = chunk_state::empty;
   return header;
 }
 

@@ -26,23 +26,47 @@ class empty_chunks {
   // An empty chunk of `chunk_bytes`, or nullptr if none is kept.
   chunk_header* take(std::size_t chunk_bytes) noexcept {
     const std::lock_guard lock(mutex_);
-    chunk_list& list = lists_[slot_of(chunk_bytes)];
-    chunk_header* const chunk = list.front();
-    if (chunk) {
-      list.remove(chunk);
-      bytes_.subtract(chunk_bytes);
-    }
+    chunk_header* const chunk = lists_[slot_of(chunk_bytes)].pop();
+    if (chunk) bytes_.subtract(chunk_bytes);
     return chunk;
   }
 
-  // Keeps `chunk` if the bytes kept stay within max_retained; otherwise returns false and the
-  // caller gives it back to upstream.
-  bool keep(chunk_header* chunk, std::size_t chunk_bytes, std::size_t max_retained) noexcept {
+  // Up to `wanted` empty chunks of `chunk_bytes` into out[0..), under one lock; how many.
+  std::uint32_t take_some(std::size_t chunk_bytes, std::uint32_t wanted,
+                          chunk_header** out) noexcept {
     const std::lock_guard lock(mutex_);
-    if (bytes_.get() + chunk_bytes > max_retained) return false;
-    bytes_.add(chunk_bytes);
-    lists_[slot_of(chunk_bytes)].push_front(chunk);
-    return true;
+    chunk_stack& list = lists_[slot_of(chunk_bytes)];
+    std::uint32_t taken = 0;
+    while (taken < wanted) {
+      chunk_header* const chunk = list.pop();
+      if (!chunk) break;
+      out[taken++] = chunk;
+    }
+    bytes_.subtract(taken * chunk_bytes);
+    return taken;
+  }
+
+  // Keeps the chunks of `chain` (linked through next, each recording its size) while the bytes
+  // kept stay within max_retained, under one lock; returns those that did not fit, chained in
+  // their order, for the caller to give back to upstream (the order upstream sees the frees in
+  // shapes glibc's heap top, which it trims).
+  chunk_header* keep_some(chunk_header* chain, std::size_t max_retained) noexcept {
+    const std::lock_guard lock(mutex_);
+    chunk_header* rest = nullptr;
+    chunk_header** rest_end = &rest;
+    while (chain) {
+      chunk_header* const next = chain->next;
+      if (bytes_.get() + chain->bytes <= max_retained) {
+        bytes_.add(chain->bytes);
+        lists_[slot_of(chain->bytes)].push(chain);
+      } else {
+        *rest_end = chain;
+        rest_end = &chain->next;
+      }
+      chain = next;
+    }
+    *rest_end = nullptr;
+    return rest;
   }
 
   // Kept chunks, at least `bytes` of them if there are so many, the largest sizes first (so
@@ -55,9 +79,8 @@ class empty_chunks {
     for (auto slot = static_cast<unsigned>(lists_.size()); slot-- > 0 && taken_bytes < bytes;) {
       const std::size_t size = smallest_chunk_bytes << slot;
       while (taken_bytes < bytes) {
-        chunk_header* const chunk = lists_[slot].front();
+        chunk_header* const chunk = lists_[slot].pop();
         if (!chunk) break;
-        lists_[slot].remove(chunk);
         chunk->next = taken;
         taken = chunk;
         taken_bytes += size;
@@ -71,9 +94,8 @@ class empty_chunks {
   chunk_header* take_all() noexcept {
     const std::lock_guard lock(mutex_);
     chunk_header* all = nullptr;
-    for (chunk_list& list : lists_) {
-      while (chunk_header* const chunk = list.front()) {
-        list.remove(chunk);
+    for (chunk_stack& list : lists_) {
+      while (chunk_header* const chunk = list.pop()) {
         chunk->next = all;
         all = chunk;
       }
@@ -89,8 +111,28 @@ class empty_chunks {
     return static_cast<unsigned>(std::bit_width(chunk_bytes / smallest_chunk_bytes)) - 1;
   }
 
+  // The chunks of one size, last kept first taken, linked through next alone: keeping or
+  // taking a chunk writes its own header and no neighbour's. A chunk that comes back whole
+  // (a request arena's, over this pool) is cold, and a doubly linked list made each keep and
+  // each take miss on a second chunk's line as well.
+  class chunk_stack {
+   public:
+    void push(chunk_header* chunk) noexcept {
+      chunk->next = top_;
+      top_ = chunk;
+    }
+    chunk_header* pop() noexcept {
+      chunk_header* const chunk = top_;
+      if (chunk) top_ = chunk->next;
+      return chunk;
+    }
+
+   private:
+    chunk_header* top_ = nullptr;
+  };
+
   mutable typename policy_traits<Policy>::mutex mutex_;
-  std::array<chunk_list, slot_of(largest_chunk_bytes) + 1> lists_{};
+  std::array<chunk_stack, slot_of(largest_chunk_bytes) + 1> lists_{};
   typename policy_traits<Policy>::shared_counter bytes_;  // read by stats() without the lock
 };
 

@@ -41,6 +41,12 @@ static_assert(every_layout_is_lean());
 // does not hoard blocks of a class it used once.
 constexpr std::size_t refill_bytes = 32 * 1024;
 constexpr std::size_t max_batch = 64;
+// A refill of whole chunks takes at most this many bytes of them (and 8 chunks), under one lock
+// of the empty chunks: a request arena over this resource takes a chunk for every refill of its
+// own, and sixteen threads' arenas that took them one at a time ran at half the speed of the
+// class path (docs/size_class_containers.md, "Whole chunks for request arenas").
+constexpr std::size_t whole_refill_bytes = 256 * 1024;
+constexpr std::size_t max_whole_batch = 8;
 // A refill touches the first this many blocks it hands out (refill, below).
 constexpr std::uint32_t touch_ahead = 32;
 // No class may hold more than half of a thread's budget, nor more than this many blocks.
@@ -129,6 +135,16 @@ size_class_engine<Policy>::size_class_engine(const size_class_options& options,
     info.max_limit = static_cast<std::uint32_t>(
         std::min(max_cached_blocks, options.thread_cache / 2 / info.block_size));
   }
+  stack_count_ = class_count_ + whole_chunk_sizes;
+  for (unsigned index = class_count_; index < stack_count_; ++index) {
+    class_info& info = info_[index];
+    info.block_size = info.chunk_bytes = smallest_whole_chunk << (index - class_count_);
+    info.chunk_shift = static_cast<unsigned>(std::countr_zero(info.chunk_bytes));
+    info.batch = static_cast<std::uint32_t>(
+        std::clamp<std::size_t>(whole_refill_bytes / info.block_size, 1, max_whole_batch));
+    info.max_limit = static_cast<std::uint32_t>(
+        std::min(max_cached_blocks, options.thread_cache / 2 / info.block_size));
+  }
   // Slots past small_limit_ (max_pooled below the table's reach) are never read: such a size
   // takes the slow path before the table.
   for (std::size_t slot = 0; slot < small_stack_offsets_.size(); ++slot) {
@@ -164,7 +180,8 @@ unsigned size_class_engine<Policy>::class_for(std::size_t bytes,
 
 template <class Policy>
 void* size_class_engine<Policy>::allocate_slow(std::size_t bytes, std::size_t alignment) {
-  const unsigned index = class_for(bytes, alignment);
+  const unsigned index =
+      is_whole_chunk(bytes, alignment) ? whole_chunk_index(bytes) : class_for(bytes, alignment);
   if (index == size_classes::none) return allocate_large(bytes, alignment);
   if constexpr (per_thread_caches) {
     size_class_cache* const local = local_cache();
@@ -195,7 +212,8 @@ void* size_class_engine<Policy>::allocate_slow(std::size_t bytes, std::size_t al
 template <class Policy>
 void size_class_engine<Policy>::deallocate_slow(void* block, std::size_t bytes,
                                                 std::size_t alignment) noexcept {
-  const unsigned index = class_for(bytes, alignment);
+  const unsigned index =
+      is_whole_chunk(bytes, alignment) ? whole_chunk_index(bytes) : class_for(bytes, alignment);
   if (index == size_classes::none) return deallocate_large(block, bytes, alignment);
   if constexpr (per_thread_caches) {
     size_class_cache* const local = local_cache();
@@ -263,7 +281,7 @@ auto size_class_engine<Policy>::local_cache() noexcept -> size_class_cache* {
 
 template <class Policy>
 void size_class_engine<Policy>::absorb_exiting_cache(size_class_cache& local) noexcept {
-  for (unsigned index = 0; index < class_count_; ++index) {
+  for (unsigned index = 0; index < stack_count_; ++index) {
     block_stack& stack = local.stacks[index];
     const std::uint32_t count = stack.count.get();
     const std::uint64_t allocations = stack.allocations.get();
@@ -396,12 +414,12 @@ void size_class_engine<Policy>::note_slow_path(size_class_cache& local) noexcept
 template <class Policy>
 void size_class_engine<Policy>::scavenge(size_class_cache& local) noexcept {
   std::uint64_t allocations = 0;
-  for (unsigned index = 0; index < class_count_; ++index)
+  for (unsigned index = 0; index < stack_count_; ++index)
     allocations += local.stacks[index].allocations.get();
   if (allocations - local.allocations_at_scavenge < scavenge_allocations) return;
   local.allocations_at_scavenge = allocations;
   std::size_t cut_bytes = 0;
-  for (unsigned index = 0; index < class_count_; ++index) {
+  for (unsigned index = 0; index < stack_count_; ++index) {
     block_stack& stack = local.stacks[index];
     const auto class_allocations = static_cast<std::uint32_t>(stack.allocations.get());
     const bool allocated = std::exchange(local.class_allocations_at_scavenge[index],
@@ -444,9 +462,9 @@ void size_class_engine<Policy>::shrink_to(size_class_cache& local, std::size_t b
   // Round robin until the limits fit, or a whole round found nothing left to cut. Each visit
   // halves a limit (as limits grow, by doubling), so a cache far over its budget (threads
   // came while it was large) takes several rounds, all within this one slow path.
-  for (unsigned fruitless = 0; fruitless < class_count_ && local.limit_bytes > budget;) {
+  for (unsigned fruitless = 0; fruitless < stack_count_ && local.limit_bytes > budget;) {
     const unsigned victim = local.steal_cursor;
-    local.steal_cursor = victim + 1 < class_count_ ? victim + 1 : 0;
+    local.steal_cursor = victim + 1 < stack_count_ ? victim + 1 : 0;
     block_stack& other = local.stacks[victim];
     if (victim == keep || other.limit == 0) {
       ++fruitless;
@@ -516,7 +534,7 @@ void size_class_engine<Policy>::reclaim_idle_caches() noexcept {
         [&](size_class_cache& cache) {
           // Allocations count too, so a thread that runs from its cache alone is not idle.
           std::uint64_t now = cache.slow_paths.get();
-          for (unsigned index = 0; index < class_count_; ++index)
+          for (unsigned index = 0; index < stack_count_; ++index)
             now += cache.stacks[index].allocations.get();
           const bool idle = now == cache.activity_at_last_sweep;
           cache.activity_at_last_sweep = now;
@@ -537,7 +555,7 @@ void size_class_engine<Policy>::overflow(size_class_cache& local, unsigned index
   ++stack.slow_paths;
   note_slow_path(local);
   const std::size_t budget = cache_budget(local);
-  if (local.limit_bytes > budget) shrink_to(local, budget, class_count_);
+  if (local.limit_bytes > budget) shrink_to(local, budget, stack_count_);
   if (stack.limit == 0) return give(index, &block, 1, 0);
   // count <= limit < capacity, so the block has a slot; the flush may then give it back too
   // (a stack with a limit of one keeps nothing, and pins no chunk).
@@ -575,6 +593,7 @@ template <class Policy>
 std::uint32_t size_class_engine<Policy>::take(unsigned index, std::uint32_t wanted,
                                               std::uint32_t most, std::uint64_t allocations,
                                               void** out) {
+  if (is_whole_chunk_index(index)) return take_whole(index, wanted, allocations, out);
   class_store<Policy>& store = stores_[index];
   const class_info& info = info_[index];
   {
@@ -595,6 +614,7 @@ std::uint32_t size_class_engine<Policy>::take(unsigned index, std::uint32_t want
 template <class Policy>
 void size_class_engine<Policy>::give(unsigned index, void* const* blocks, std::uint32_t count,
                                      std::uint64_t allocations) noexcept {
+  if (is_whole_chunk_index(index)) return give_whole(index, blocks, count, allocations);
   class_store<Policy>& store = stores_[index];
   chunk_header* emptied = nullptr;
   {
@@ -603,6 +623,90 @@ void size_class_engine<Policy>::give(unsigned index, void* const* blocks, std::u
     store.allocations += allocations;
   }
   retire_chunks(emptied);
+}
+
+template <class Policy>
+std::uint32_t size_class_engine<Policy>::take_whole(unsigned index, std::uint32_t wanted,
+                                                    std::uint64_t allocations, void** out) {
+  const std::size_t bytes = info_[index].chunk_bytes;
+  std::array<chunk_header*, max_whole_batch> kept;
+  std::uint32_t got =
+      empty_chunks_.take_some(bytes, std::min<std::uint32_t>(wanted, max_whole_batch), kept.data());
+  for (std::uint32_t i = 0; i < got; ++i) out[i] = base_of_chunk(kept[i], bytes);
+  if (got == 0) {
+    // None of this size is kept: a new one, which may first take the place of kept ones of
+    // other sizes (make_room_for), as a class's new chunk does.
+    make_room_for(bytes);
+    out[0] = new_chunk(bytes);
+    got = 1;
+  }
+  std::size_t table_grew_by = 0;
+  {
+    const std::lock_guard lock(whole_mutex_);
+    std::uint32_t entered = 0;
+    try {
+      for (; entered < got; ++entered)
+        table_grew_by += whole_out_.insert({out[entered], bytes, bytes}, upstream_);
+    } catch (...) {
+      // Upstream refused the table room: the chunks go back where they came from.
+      while (entered > 0) whole_out_.erase(out[--entered]);
+      chunk_header* chain = nullptr;
+      for (std::uint32_t i = 0; i < got; ++i) {
+        chunk_header* const chunk = empty_chunk_at(out[i], bytes);
+        chunk->next = chain;
+        chain = chunk;
+      }
+      // The table kept what it grew by before the failure.
+      peak_bytes_from_upstream_.raise_to(bytes_from_upstream_.add(table_grew_by));
+      retire_chunks(chain);
+      throw;
+    }
+  }
+  if (table_grew_by != 0)
+    peak_bytes_from_upstream_.raise_to(bytes_from_upstream_.add(table_grew_by));
+  class_store<Policy>& store = stores_[index];
+  const std::lock_guard lock(store.mutex);
+  store.blocks_out += got;
+  store.allocations += allocations;
+  return got;
+}
+
+template <class Policy>
+void size_class_engine<Policy>::give_whole(unsigned index, void* const* chunks,
+                                           std::uint32_t count,
+                                           std::uint64_t allocations) noexcept {
+  const std::size_t bytes = info_[index].chunk_bytes;
+  chunk_header* chain = nullptr;
+  std::uint32_t known = 0;
+  {
+    const std::lock_guard lock(whole_mutex_);
+    for (std::uint32_t i = 0; i < count; ++i) {
+      if (whole_out_.erase(chunks[i]).address == nullptr) {
+        // Not ours: never given out, freed twice, or freed after release(). Keeping it would
+        // hand out memory this resource does not own; count it so stats() shows the caller's
+        // bug, as for a large block.
+        ++whole_unknown_deallocations_;
+        assert(!"pmrkit: size_class: deallocate() of a whole chunk this resource does not hold");
+        continue;
+      }
+      chunk_header* const chunk = empty_chunk_at(chunks[i], bytes);
+      chunk->next = chain;
+      chain = chunk;
+      ++known;
+    }
+    // None out: the table goes too, so that a resource with nothing out holds only chunks.
+    if (whole_out_.size() == 0) {
+      bytes_from_upstream_.subtract(whole_out_.storage_bytes());
+      whole_out_.release_storage(upstream_);
+    }
+  }
+  {
+    class_store<Policy>& store = stores_[index];
+    const std::lock_guard lock(store.mutex);
+    store.blocks_out -= known;
+    store.allocations += allocations;
+  }
+  retire_chunks(chain);
 }
 
 template <class Policy>
@@ -644,14 +748,7 @@ std::byte* size_class_engine<Policy>::new_chunk(std::size_t chunk_bytes) {
 
 template <class Policy>
 void size_class_engine<Policy>::retire_chunks(chunk_header* chain) noexcept {
-  while (chain) {
-    chunk_header* const next = chain->next;
-    if (!empty_chunks_.keep(chain, chain->bytes, options_.max_retained)) {
-      chain->next = nullptr;
-      free_chunks(chain);
-    }
-    chain = next;
-  }
+  if (chain) free_chunks(empty_chunks_.keep_some(chain, options_.max_retained));
 }
 
 template <class Policy>
@@ -725,15 +822,25 @@ void size_class_engine<Policy>::release() noexcept {
     drop_every_slot(own_cache_);
     own_cache_ = size_class_cache(options_.thread_cache);
   }
-  for (unsigned index = 0; index < class_count_; ++index) {
+  for (unsigned index = 0; index < stack_count_; ++index) {
     chunk_header* all = nullptr;
     {
       const std::lock_guard lock(stores_[index].mutex);
-      all = stores_[index].take_every_chunk();
+      all = stores_[index].take_every_chunk();  // none for a whole chunks' store: counts only
     }
     free_chunks(all);
   }
   free_chunks(empty_chunks_.take_all());
+  {
+    // Whole chunks with callers or in the caches dropped above.
+    const std::lock_guard lock(whole_mutex_);
+    whole_out_.for_each([&](const large_blocks::block& b) {
+      upstream_->deallocate(b.address, b.bytes, b.alignment);
+      bytes_from_upstream_.subtract(b.bytes);
+    });
+    bytes_from_upstream_.subtract(whole_out_.storage_bytes());
+    whole_out_.release_storage(upstream_);
+  }
   const std::lock_guard lock(large_mutex_);  // release() runs alone; this only orders memory
   large_blocks_.for_each([&](const large_blocks::block& b) {
     upstream_->deallocate(b.address, b.bytes, b.alignment);
@@ -742,6 +849,7 @@ void size_class_engine<Policy>::release() noexcept {
   bytes_from_upstream_.subtract(large_blocks_.storage_bytes());
   large_blocks_.release_storage(upstream_);
   large_allocations_ = large_deallocations_ = large_unknown_deallocations_ = 0;
+  whole_unknown_deallocations_ = 0;  // release() runs alone
 }
 
 template <class Policy>
@@ -756,7 +864,7 @@ void size_class_engine<Policy>::trim() noexcept {
     if (!can_fence_every_thread()) {
       // No process-wide barrier on this system: only the calling thread's own cache.
       if (size_class_cache* const local = thread_caches_.find(this)) {
-        for (unsigned index = 0; index < class_count_; ++index) {
+        for (unsigned index = 0; index < stack_count_; ++index) {
           const std::uint32_t held = local->stacks[index].count.get();
           if (held > 0) flush(*local, index, held);
         }
@@ -771,32 +879,35 @@ void size_class_engine<Policy>::trim() noexcept {
 template <class Policy>
 size_class_stats size_class_engine<Policy>::stats() const {
   size_class_stats out;
-  out.classes.resize(class_count_);
-  for (unsigned index = 0; index < class_count_; ++index) {
-    out.classes[index].block_size = info_[index].block_size;
-    out.classes[index].chunk_bytes = info_[index].chunk_bytes;
-    out.classes[index].blocks_per_chunk = info_[index].layout.capacity;
+  // The classes, then the whole chunks' sizes (split apart below).
+  std::vector<size_class_stats::size_class> entries(stack_count_);
+  for (unsigned index = 0; index < stack_count_; ++index) {
+    entries[index].block_size = info_[index].block_size;
+    entries[index].chunk_bytes = info_[index].chunk_bytes;
+    entries[index].blocks_per_chunk =
+        is_whole_chunk_index(index) ? 1 : info_[index].layout.capacity;
   }
   const auto add_cache = [&](const size_class_cache& local) {
     std::uint64_t bytes = 0;
-    for (unsigned index = 0; index < class_count_; ++index) {
+    for (unsigned index = 0; index < stack_count_; ++index) {
       const block_stack& stack = local.stacks[index];
-      out.classes[index].allocations += stack.allocations.get();
-      out.classes[index].cached_blocks += stack.count.get();
+      entries[index].allocations += stack.allocations.get();
+      entries[index].cached_blocks += stack.count.get();
       bytes += stack.count.get() * info_[index].block_size;
     }
     out.thread_cached_bytes.push_back(bytes);
     out.cached_bytes += bytes;
   };
   const auto add_stores = [&] {
-    for (unsigned index = 0; index < class_count_; ++index) {
+    for (unsigned index = 0; index < stack_count_; ++index) {
       const class_store<Policy>& store = stores_[index];
-      size_class_stats::size_class& entry = out.classes[index];
+      size_class_stats::size_class& entry = entries[index];
       const std::lock_guard lock(store.mutex);
       entry.allocations += store.allocations;
-      entry.chunks = store.chunks;
-      entry.chunk_blocks = store.chunk_blocks;
-      entry.free_blocks = store.chunk_blocks - store.blocks_out;
+      // A whole chunk is held as long as it is out of the store, with a caller or cached.
+      entry.chunks = is_whole_chunk_index(index) ? store.blocks_out : store.chunks;
+      entry.chunk_blocks = is_whole_chunk_index(index) ? store.blocks_out : store.chunk_blocks;
+      entry.free_blocks = entry.chunk_blocks - store.blocks_out;
       // Blocks out of the store are live or cached (frees are not counted per call).
       entry.live_blocks = store.blocks_out;
     }
@@ -808,19 +919,25 @@ size_class_stats size_class_engine<Policy>::stats() const {
     add_cache(own_cache_);
     add_stores();
   }
-  for (auto& entry : out.classes) {
+  for (auto& entry : entries) {
     // While other threads run, the parts may disagree a little; never report a negative.
     entry.live_blocks =
         entry.live_blocks > entry.cached_blocks ? entry.live_blocks - entry.cached_blocks : 0;
     entry.deallocations =
         entry.allocations > entry.live_blocks ? entry.allocations - entry.live_blocks : 0;
   }
+  out.classes.assign(entries.begin(), entries.begin() + class_count_);
+  out.whole_chunks.assign(entries.begin() + class_count_, entries.end());
   {
     const std::lock_guard lock(large_mutex_);
     out.large_allocations = large_allocations_;
     out.large_deallocations = large_deallocations_;
     out.large_live_blocks = large_blocks_.size();
     out.large_unknown_deallocations = large_unknown_deallocations_;
+  }
+  {
+    const std::lock_guard lock(whole_mutex_);
+    out.large_unknown_deallocations += whole_unknown_deallocations_;
   }
   out.bytes_from_upstream = bytes_from_upstream_.get();
   // The peak is raised just after the bytes grow; a snapshot in between must not show less.

@@ -1,9 +1,12 @@
-// Internal: the large blocks a size_class engine holds (requests it passed straight to
-// upstream), so release() can return them and deallocate() can tell a block it gave out from
-// one it did not. An open-addressing hash table whose storage comes from the same upstream:
-// fault injection on upstream reaches it, and the global heap is never used. Linear probing
-// with backward-shift deletion; the table doubles at 3/4 full and never shrinks until
-// release_storage(). Not thread-safe: the engine holds its large-block mutex around every call.
+// Internal: a table of blocks a size_class engine holds from upstream, with their sizes and
+// alignments. The engine keeps two: its large blocks (requests it passed straight to upstream),
+// so release() can return them and deallocate() can tell a block it gave out from one it did
+// not; and its chunks, entered as they come from upstream and removed as they go back, so
+// release() returns every chunk whoever has it (a whole chunk out with a caller among them).
+// An open-addressing hash table whose storage comes from the same upstream: fault injection on
+// upstream reaches it, and the global heap is never used. Linear probing with backward-shift
+// deletion; the table doubles at 3/4 full and never shrinks until release_storage(). Not
+// thread-safe: the engine holds the table's mutex around every call.
 #pragma once
 
 #include <bit>

@@ -4,7 +4,10 @@
 // of 16 up to 128, four classes per power of two up to 2 KiB, eight above; those up to 4 KiB
 // widened to fill their chunks, and 4080 beside 4096) and served from chunks that the resource takes from
 // `upstream`, one chunk per class at a time. Larger requests, and alignments a class cannot
-// provide, go straight to upstream and straight back on free.
+// provide, go straight to upstream and straight back on free. A request shaped as a chunk (a
+// power of two from 8 KiB to 512 KiB, aligned to its size: what a pool over this one asks it
+// for) takes a whole chunk, so request arenas over a long-lived size_class share its memory
+// chunk by chunk.
 // Chunks whose blocks are all free go back to upstream once more than max_retained bytes sit
 // in such chunks, or when the resource would otherwise hold more than it ever has for a
 // chunk of another size; release() and the destructor return everything, whatever is still
@@ -99,12 +102,19 @@ struct size_class_stats {
     std::uint64_t chunks = 0;           // chunks of this class held from upstream
   };
   std::vector<size_class> classes;        // smallest first, up to max_pooled
+  // Whole chunks, one entry a size from 8 KiB to 512 KiB: requests of a power of two aligned to
+  // its size (what a pool over this one asks for its chunks), each served by a whole chunk,
+  // cached by the thread that freed it like a block of a class and behind that kept among the
+  // empty chunks (empty_chunk_bytes). block_size and chunk_bytes are the size; chunks (and
+  // chunk_blocks) count those out of the empty chunks, with callers or cached.
+  std::vector<size_class> whole_chunks;
   std::uint64_t large_allocations = 0;    // requests that went straight to upstream
   std::uint64_t large_deallocations = 0;
   std::uint64_t large_live_blocks = 0;
-  // deallocate() calls with a large block this resource does not hold (never allocated here,
-  // freed twice, or freed after release()): a caller's bug, ignored and counted here (debug
-  // builds also assert).
+  // deallocate() calls with a large block or a whole chunk this resource does not hold (never
+  // allocated here, freed twice, or freed after release()): a caller's bug, ignored and
+  // counted here (debug builds also assert). A whole chunk is checked when its thread's cache
+  // gives it back, not at the call.
   std::uint64_t large_unknown_deallocations = 0;
   // Held now: chunks, large blocks and their table, the caches' slots.
   std::uint64_t bytes_from_upstream = 0;
