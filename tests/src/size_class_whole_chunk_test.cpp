@@ -131,9 +131,9 @@ TEMPLATE_TEST_CASE("size_class: only chunk-shaped requests from 8 KiB to 512 KiB
   // 4 KiB pages keep their class (and the thread's cache): a page buffer is a common request.
   // A size that is not its alignment, or an alignment below a page, is an ordinary block; above
   // 512 KiB a class or upstream serves it as before.
-  for (const request q : {request{4 * kib, 4 * kib}, request{8 * kib, 16}, request{8 * kib, 4 * kib},
-                          request{4 * kib, 8 * kib}, request{24 * kib, 8 * kib},
-                          request{1024 * kib, 1024 * kib}}) {
+  for (const request q :
+       {request{4 * kib, 4 * kib}, request{8 * kib, 16}, request{8 * kib, 4 * kib},
+        request{4 * kib, 8 * kib}, request{24 * kib, 8 * kib}, request{1024 * kib, 1024 * kib}}) {
     void* p = r.allocate(q.bytes, q.alignment);
     CHECK(reinterpret_cast<std::uintptr_t>(p) % q.alignment == 0);
     CHECK(whole_held(r.stats()) == 0);
@@ -262,7 +262,9 @@ TEMPLATE_TEST_CASE("size_class: every upstream allocation of the whole-chunk pat
     for (void* p : chunks) r.deallocate(p, 16 * kib, 16 * kib);
   };
   const auto result = pmrkit::testing::failure_sweep(
-      [](std::pmr::memory_resource& memory) { return std::make_unique<TestType>(uncached(), &memory); },
+      [](std::pmr::memory_resource& memory) {
+        return std::make_unique<TestType>(uncached(), &memory);
+      },
       [&](std::unique_ptr<TestType>& r) { deallocate_chunks(*r, allocate_chunks(*r)); },
       [&](std::unique_ptr<TestType>& r) {
         // Chunks the failed operation had taken stay out until the resource goes.
