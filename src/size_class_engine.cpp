@@ -7,6 +7,7 @@
 #include <cassert>
 #include <chrono>
 #include <cstring>
+#include <exception>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -641,6 +642,7 @@ std::uint32_t size_class_engine<Policy>::take_whole(unsigned index, std::uint32_
     got = 1;
   }
   std::size_t table_grew_by = 0;
+  std::exception_ptr refused;
   {
     const std::lock_guard lock(whole_mutex_);
     std::uint32_t entered = 0;
@@ -648,19 +650,23 @@ std::uint32_t size_class_engine<Policy>::take_whole(unsigned index, std::uint32_
       for (; entered < got; ++entered)
         table_grew_by += whole_out_.insert({out[entered], bytes, bytes}, upstream_);
     } catch (...) {
-      // Upstream refused the table room: the chunks go back where they came from.
+      // Upstream refused the table room: none of the chunks goes out.
       while (entered > 0) whole_out_.erase(out[--entered]);
-      chunk_header* chain = nullptr;
-      for (std::uint32_t i = 0; i < got; ++i) {
-        chunk_header* const chunk = empty_chunk_at(out[i], bytes);
-        chunk->next = chain;
-        chain = chunk;
-      }
-      // The table kept what it grew by before the failure.
-      peak_bytes_from_upstream_.raise_to(bytes_from_upstream_.add(table_grew_by));
-      retire_chunks(chain);
-      throw;
+      refused = std::current_exception();
     }
+  }
+  if (refused) {
+    // The table kept what it grew by before the failure; the chunks go back where they came
+    // from, outside the lock (beyond max_retained, to upstream).
+    peak_bytes_from_upstream_.raise_to(bytes_from_upstream_.add(table_grew_by));
+    chunk_header* chain = nullptr;
+    for (std::uint32_t i = 0; i < got; ++i) {
+      chunk_header* const chunk = empty_chunk_at(out[i], bytes);
+      chunk->next = chain;
+      chain = chunk;
+    }
+    retire_chunks(chain);
+    std::rethrow_exception(refused);
   }
   if (table_grew_by != 0)
     peak_bytes_from_upstream_.raise_to(bytes_from_upstream_.add(table_grew_by));
