@@ -42,8 +42,8 @@ static_assert(every_layout_is_lean());
 // does not hoard blocks of a class it used once.
 constexpr std::size_t refill_bytes = 32 * 1024;
 constexpr std::size_t max_batch = 64;
-// A refill of whole chunks takes at most this many bytes of them (and 8 chunks), under one lock
-// of the empty chunks: a request arena over this resource takes a chunk for every refill of its
+// A refill of whole chunks takes at most this many bytes of them and 8 chunks (a 512 KiB one
+// alone), under one lock of the empty chunks: a request arena over this resource takes a chunk for every refill of its
 // own, and sixteen threads' arenas that took them one at a time ran at half the speed of the
 // class path (docs/size_class_containers.md, "Whole chunks for request arenas").
 constexpr std::size_t whole_refill_bytes = 256 * 1024;
