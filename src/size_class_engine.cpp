@@ -701,10 +701,7 @@ void size_class_engine<Policy>::give_whole(unsigned index, void* const* chunks,
       ++known;
     }
     // None out: the table goes too, so that a resource with nothing out holds only chunks.
-    if (whole_out_.size() == 0) {
-      bytes_from_upstream_.subtract(whole_out_.storage_bytes());
-      whole_out_.release_storage(upstream_);
-    }
+    if (whole_out_.size() == 0) free_table(whole_out_);
   }
   {
     class_store<Policy>& store = stores_[index];
@@ -805,6 +802,16 @@ void size_class_engine<Policy>::deallocate_large(void* block, std::size_t bytes,
   upstream_->deallocate(block, bytes, alignment);
 }
 
+template <class Policy>
+void size_class_engine<Policy>::free_table(large_blocks& table) noexcept {
+  table.for_each([&](const large_blocks::block& b) {
+    upstream_->deallocate(b.address, b.bytes, b.alignment);
+    bytes_from_upstream_.subtract(b.bytes);
+  });
+  bytes_from_upstream_.subtract(table.storage_bytes());
+  table.release_storage(upstream_);
+}
+
 // ---------------------------------------------------------------- release and stats
 
 template <class Policy>
@@ -840,20 +847,10 @@ void size_class_engine<Policy>::release() noexcept {
   {
     // Whole chunks with callers or in the caches dropped above.
     const std::lock_guard lock(whole_mutex_);
-    whole_out_.for_each([&](const large_blocks::block& b) {
-      upstream_->deallocate(b.address, b.bytes, b.alignment);
-      bytes_from_upstream_.subtract(b.bytes);
-    });
-    bytes_from_upstream_.subtract(whole_out_.storage_bytes());
-    whole_out_.release_storage(upstream_);
+    free_table(whole_out_);
   }
   const std::lock_guard lock(large_mutex_);  // release() runs alone; this only orders memory
-  large_blocks_.for_each([&](const large_blocks::block& b) {
-    upstream_->deallocate(b.address, b.bytes, b.alignment);
-    bytes_from_upstream_.subtract(b.bytes);
-  });
-  bytes_from_upstream_.subtract(large_blocks_.storage_bytes());
-  large_blocks_.release_storage(upstream_);
+  free_table(large_blocks_);
   large_allocations_ = large_deallocations_ = large_unknown_deallocations_ = 0;
   whole_unknown_deallocations_ = 0;  // release() runs alone
 }

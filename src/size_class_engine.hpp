@@ -247,6 +247,9 @@ class size_class_engine {
                            void** out);
   void give_whole(unsigned index, void* const* chunks, std::uint32_t count,
                   std::uint64_t allocations) noexcept;
+  // Returns every block `table` records, and its storage, to upstream (the caller holds the
+  // table's mutex): the large blocks, or the whole chunks out.
+  void free_table(large_blocks& table) noexcept;
   void* allocate_large(std::size_t bytes, std::size_t alignment);
   void deallocate_large(void* block, std::size_t bytes, std::size_t alignment) noexcept;
 
