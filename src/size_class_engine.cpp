@@ -542,6 +542,14 @@ void size_class_engine<Policy>::reclaim_idle_caches() noexcept {
           return idle && &cache != mine;
         },
         [&](size_class_cache& cache) { absorb_exiting_cache(cache); });
+    // Every thread's cache is back, so no thread has used the resource for a cache_idle_time:
+    // what max_retained kept for its next burst goes back down to idle_retained. A sweep by a
+    // thread with a cache of its own never gets here (it keeps its cache).
+    if (caches_.get() == 0) {
+      const std::uint64_t kept = empty_chunks_.bytes();
+      if (kept > options_.idle_retained)
+        free_chunks(empty_chunks_.take_for(kept - options_.idle_retained));
+    }
   }
 }
 

@@ -213,8 +213,9 @@ class size_class_engine {
   bool claim_sweep(std::uint64_t since) noexcept;
   // Takes back the caches of threads that neither allocated nor took a slow path since the
   // previous sweep, so that their blocks go back to the stores (and empty chunks upstream) and
-  // their share of max_cached_total goes to the threads that still run. Runs outside any use
-  // of the caller's own cache: it waits for the uses of others.
+  // their share of max_cached_total goes to the threads that still run; once no cache is left,
+  // returns the empty chunks beyond idle_retained. Runs outside any use of the caller's own
+  // cache: it waits for the uses of others.
   void reclaim_idle_caches() noexcept;
   void flush(size_class_cache& local, unsigned index, std::uint32_t count) noexcept;
   // A thread exits (called by thread_cache_set), or its cache is reclaimed: every block goes

@@ -9,9 +9,10 @@
 // for) takes a whole chunk, so request arenas over a long-lived size_class share its memory
 // chunk by chunk.
 // Chunks whose blocks are all free go back to upstream once more than max_retained bytes sit
-// in such chunks, or when the resource would otherwise hold more than it ever has for a
-// chunk of another size; release() and the destructor return everything, whatever is still
-// allocated. docs/size_class.md describes the design.
+// in such chunks (idle_retained once every thread is idle), or when the resource would
+// otherwise hold more than it ever has for a chunk of another size; release() and the
+// destructor return everything, whatever is still allocated. docs/size_class.md describes the
+// design.
 //
 // Thread-safety: size_class_resource may be used from any threads at once, and a block may be
 // freed on a thread other than the one that allocated it. Each thread keeps a small cache per
@@ -48,11 +49,22 @@ struct size_class_options {
   std::size_t chunk_size = 64 * 1024;
   // Bytes the resource may keep in chunks whose blocks are all free (any class with the same
   // chunk size reuses them); beyond it such chunks go back to upstream as soon as they empty.
-  // 0 returns every empty chunk at once. The default lets a burst of a few MiB be reused
-  // without a round trip to upstream. Kept chunks of one size also go back when a chunk of
-  // another size would raise the most the resource has ever held: the high-water mark follows
-  // what is live, not the sum of every size's peak.
-  std::size_t max_retained = 4 * 1024 * 1024;
+  // 0 returns every empty chunk at once. The default lets a service whose requests or phases
+  // build and free up to 16 MiB reuse it without a round trip to upstream: at 4 MiB a document
+  // tree of 8 MiB, built and freed again and again, gave half its chunks back to the C heap
+  // after each destroy and took them again, faulting their pages in (its destroys 5-9% and
+  // builds 3-5% slower; docs/size_class.md, "Memory kept between bursts"). Kept chunks of one
+  // size also go back when a chunk of another size would raise the most the resource has ever
+  // held: the high-water mark follows what is live, not the sum of every size's peak. What is
+  // kept is memory the resource already needed at its peak, and idle_retained bounds what an
+  // idle resource keeps.
+  std::size_t max_retained = 16 * 1024 * 1024;
+  // Bytes of empty chunks an idle resource keeps (sync only): when a sweep has taken back every
+  // thread's cache as idle (cache_idle_time), the empty chunks beyond this go back to upstream,
+  // so that what max_retained keeps for the next burst of a busy resource does not stay with a
+  // parked one. A resource used by one thread, or with the sweeps off (cache_idle_time 0, or
+  // no sweeper_thread), keeps up to max_retained until trim().
+  std::size_t idle_retained = 4 * 1024 * 1024;
   // Free bytes each thread may cache per resource, shared among the classes as the thread
   // uses them (0 turns the caches off: every call then locks the shared store of its class).
   // A class the thread stops using gives its cached blocks back over its next few thousand

@@ -19,6 +19,10 @@ constexpr option_definition option_table[] = {
     size_option("max_retained", defaults.max_retained, 0,
                 std::numeric_limits<std::size_t>::max(),
                 "bytes kept in wholly free chunks; beyond it chunks go back to upstream"),
+    size_option("idle_retained", defaults.idle_retained, 0,
+                std::numeric_limits<std::size_t>::max(),
+                "bytes of wholly free chunks kept once every thread's cache was taken back as "
+                "idle"),
     size_option("thread_cache", defaults.thread_cache, 0, std::size_t{1} << 30,
                 "free bytes one thread may cache per resource (0: no caches)"),
     size_option("max_cached_total", defaults.max_cached_total, 0,
@@ -38,6 +42,7 @@ size_class_options read_options(option_reader& options) {
   o.max_pooled = options.size("max_pooled");
   o.chunk_size = options.size("chunk_size");
   o.max_retained = options.size("max_retained");
+  o.idle_retained = options.size("idle_retained");
   o.thread_cache = options.size("thread_cache");
   o.max_cached_total = options.size("max_cached_total");
   o.cache_idle_time = std::chrono::microseconds(options.size("cache_idle_us"));

@@ -241,7 +241,7 @@ TEST_CASE("describe_strategy gives a strategy's capabilities and options", "[reg
   const auto monotonic = pmrkit::describe_strategy("monotonic");
   CHECK_FALSE(monotonic.reuses_memory);
   CHECK_FALSE(pmrkit::describe_strategy("new_delete").uses_upstream);
-  REQUIRE(info.options.size() == 7);
+  REQUIRE(info.options.size() == 8);
   CHECK(info.options[0].name == "max_pooled");
   CHECK(info.options[0].kind == pmrkit::option_kind::power_of_two);
   CHECK(info.options[0].default_value == "64K");

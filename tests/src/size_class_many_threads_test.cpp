@@ -1,8 +1,9 @@
 // size_class_resource in a service with many threads (issue 15): trim() takes the caches of
 // parked threads, the caches of a resource share max_cached_total (and one over its share
 // shrinks to it at its next slow path), whose default leaves sixteen threads their whole
-// thread_cache, a busy thread takes the share of threads that went idle, and the caches of
-// threads that stay idle go back without trim().
+// thread_cache, a busy thread takes the share of threads that went idle, the caches of
+// threads that stay idle go back without trim(), and so do the empty chunks of a resource
+// whose threads are all idle, down to idle_retained.
 #include <barrier>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -303,7 +304,11 @@ TEST_CASE("size_class: the caches of idle threads go back without trim()", "[siz
       return std::pair{now, upstream.stats().bytes_in_use};
     });
   };
-  const size_class_options options;  // the defaults: idle after 1 ms
+  // The defaults (idle after 1 ms), but for max_retained at its old default: this thread keeps
+  // working, so the resource is never idle and keeps what empties up to max_retained, which at
+  // 16 MiB would hide what the parked caches pin.
+  size_class_options options;
+  options.max_retained = 4 * mib;
   const auto [swept, held] = held_after_parking(options);
   INFO("held " << held << ", cached " << swept.cached_bytes);
   // This thread's own, unless the sweeper thread took that too: with the defaults it sweeps
@@ -340,7 +345,7 @@ TEST_CASE("size_class: the sweeper thread takes the caches of 64 parked threads"
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
         now = pool.stats();
         held = upstream.stats().bytes_in_use;
-      } while ((held > options.max_retained || !now.thread_cached_bytes.empty()) &&
+      } while ((held > options.idle_retained || !now.thread_cached_bytes.empty()) &&
                std::chrono::steady_clock::now() < deadline);
       return std::pair{now, held};
     });
@@ -350,8 +355,9 @@ TEST_CASE("size_class: the sweeper thread takes the caches of 64 parked threads"
   INFO("held " << held << ", cached " << swept.cached_bytes);
   CHECK(swept.thread_cached_bytes.empty());
   CHECK(swept.cached_bytes == 0);
-  // Nothing is live and no cache is left: what stays is empty chunks, within max_retained.
-  CHECK(held <= options.max_retained);
+  // Nothing is live and no cache is left, so the resource is idle: what stays is empty chunks,
+  // within idle_retained (4 MiB), though max_retained (16 MiB) kept more while threads worked.
+  CHECK(held <= options.idle_retained);
   CHECK(swept.empty_chunk_bytes == held);
 
   // Without the sweeper, the threads that parked last keep their caches: no thread of the
@@ -409,4 +415,65 @@ TEST_CASE("size_class: the sweeper thread leaves a thread that runs from its cac
   // The parked thread's cache went back.
   CHECK(cached_after == cached_before);
   CHECK(caches == 1);
+}
+
+TEST_CASE("size_class: an idle resource keeps idle_retained of its empty chunks",
+          "[size_class][threads]") {
+  // A thread frees all it allocated and exits: 8 MiB of chunks empty, within max_retained
+  // (16 MiB), kept for the next burst. Two threads then share the pool (which starts the
+  // sweeper), free all they allocated and park. A sweep takes both caches, so the resource is
+  // idle, and the empty chunks beyond idle_retained go back. Without the sweeper thread no
+  // sweep runs once both park (sweeps otherwise ride on slow paths), and all stay: 100 ms, 100
+  // cache_idle_times, only ends that wait.
+  const bool sweeper = GENERATE(true, false);
+  CAPTURE(sweeper);
+  size_class_options options;
+  options.sweeper_thread = sweeper;
+  pmrkit::counting_resource upstream(std::pmr::new_delete_resource());
+  size_class_resource pool(options, &upstream);
+  const auto burst = [&](std::size_t bytes) {
+    std::vector<void*> blocks;
+    for (std::size_t done = 0; done < bytes; done += 256) blocks.push_back(pool.allocate(256));
+    for (void* p : blocks) pool.deallocate(p, 256);
+  };
+  std::thread([&] { burst(8 * mib); }).join();
+  // The thread's cache came back as it exited; no sweep has run (one thread at a time).
+  const std::uint64_t kept = pool.stats().empty_chunk_bytes;
+  REQUIRE(kept > options.idle_retained + 2 * mib);
+  REQUIRE(kept <= options.max_retained);
+
+  std::barrier parked(3);
+  std::vector<std::thread> workers;
+  for (int w = 0; w < 2; ++w) {
+    workers.emplace_back([&] {
+      burst(4 * mib);
+      parked.arrive_and_wait();  // burst done
+      parked.arrive_and_wait();  // may exit
+    });
+  }
+  parked.arrive_and_wait();
+  // This thread only reads stats(): it has no cache of the pool.
+  const auto wait = sweeper ? std::chrono::milliseconds(20'000) : std::chrono::milliseconds(100);
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  size_class_stats now;
+  do {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    now = pool.stats();
+  } while ((now.empty_chunk_bytes > options.idle_retained || !now.thread_cached_bytes.empty()) &&
+           std::chrono::steady_clock::now() < deadline);
+  const std::uint64_t held = upstream.stats().bytes_in_use;
+  parked.arrive_and_wait();
+  for (std::thread& w : workers) w.join();
+  INFO("empty chunks " << now.empty_chunk_bytes << ", held " << held << ", caches "
+                       << now.thread_cached_bytes.size());
+  if (sweeper) {
+    CHECK(now.thread_cached_bytes.empty());
+    CHECK(now.empty_chunk_bytes <= options.idle_retained);
+    CHECK(held <= options.idle_retained);
+  } else {
+    // The worker that parked last keeps its cache: no slow path sweeps after it. (The other's
+    // may have been taken by its slow paths, on a slow machine.) So the resource is never idle.
+    CHECK(!now.thread_cached_bytes.empty());
+    CHECK(now.empty_chunk_bytes > options.idle_retained + 2 * mib);
+  }
 }

@@ -386,7 +386,7 @@ TEMPLATE_TEST_CASE("size_class: memory goes back to upstream after a burst is fr
 TEMPLATE_TEST_CASE("size_class: empty chunks within max_retained are reused", "[size_class]",
                    size_class_resource, size_class_unsync_resource) {
   pmrkit::counting_resource upstream;
-  TestType r({}, &upstream);  // 4 MiB retained by default
+  TestType r({}, &upstream);  // 16 MiB retained by default
   const auto burst = [&] {
     std::vector<void*> blocks;
     for (int i = 0; i < 2000; ++i) blocks.push_back(r.allocate(1000, 8));  // ~2 MiB
