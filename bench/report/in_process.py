@@ -9,7 +9,8 @@ mimalloc_plain, with the rounds faster and a sign test: the drift of the machine
 each ratio. run.py runs it after the main rows, on the container workloads of the run, once for
 each strategy of the run (pooled and fresh beside mimalloc_plain, in a process of their own:
 subjects that share a process share its heap, and new_delete's churn of glibc's heap made
-size_class's fresh Document 1.9-2.4x slower than beside mimalloc_plain alone), merges what the
+size_class's fresh Document 1.9-2.4x slower than beside mimalloc_plain alone; its shared rows,
+arenas over a long-lived pool, beside mimalloc_plain in one more), merges what the
 processes wrote (run_all) and keeps it in the context of results.json (CONTEXT_FIELD), from
 which the tables, the HTML report and --from-json render it, and compare.py holds two runs'
 ratios against each other (compare_grids).
@@ -48,6 +49,7 @@ QUICK_PROCESSES = 1
 LEFT_OUT = ("checked",)
 CONTAINER_PREFIX = "Container"
 FRESH = "/fresh"
+SHARED = "/shared"
 
 
 class InProcessError(RuntimeError):
@@ -61,10 +63,13 @@ def tool_next_to(bench: str) -> str:
 def subjects_of(names: list[str], known: tuple[str, ...]) -> tuple[list[str], list[list[str]]]:
     """The container workloads (pmrkit_interleaved's names: UnorderedMap, ...) and the subjects
     of each process, in the order the benchmark names of a run hold them: mimalloc_plain, the
-    reference, then one strategy spec pooled and /fresh. Preload rows and LEFT_OUT strategies
-    are not subjects."""
+    reference, then one strategy spec pooled and /fresh; and, for a strategy with shared rows,
+    mimalloc_plain and the spec /shared in a process after it (the long-lived pool under its
+    arenas would otherwise share a heap with the fresh subject, whose rows move with what else
+    the heap holds). Preload rows and LEFT_OUT strategies are not subjects."""
     workloads: list[str] = []
     strategies: list[str] = []
+    shared: set[str] = set()
     for name in names:
         key = results.parse_name(name, known)
         if not key.workload.startswith(CONTAINER_PREFIX) or key.preload:
@@ -73,10 +78,19 @@ def subjects_of(names: list[str], known: tuple[str, ...]) -> tuple[list[str], li
         if workload not in workloads:
             workloads.append(workload)
         base = results.strategy_base(key.strategy)
-        if (key.strategy not in strategies and key.strategy != results.RIVAL_STRATEGY
-                and base not in LEFT_OUT and base != results.REFERENCE_STRATEGY):
+        if (key.strategy == results.RIVAL_STRATEGY or base in LEFT_OUT
+                or base == results.REFERENCE_STRATEGY):
+            continue
+        if key.strategy not in strategies:
             strategies.append(key.strategy)
-    return workloads, [[results.RIVAL_STRATEGY, s, s + FRESH] for s in strategies]
+        if key.variant == SHARED[1:]:
+            shared.add(key.strategy)
+    processes = []
+    for s in strategies:
+        processes.append([results.RIVAL_STRATEGY, s, s + FRESH])
+        if s in shared:
+            processes.append([results.RIVAL_STRATEGY, s + SHARED])
+    return workloads, processes
 
 
 def command(tool: str, workloads: list[str], subjects: list[str], rounds: int, seed: int,
@@ -195,8 +209,9 @@ def write_csv(path: str, doc: dict) -> None:
 
 
 def _row_name(subject: str) -> str:
-    # The main tables' strategy/variant: a subject without /fresh is one resource reused.
-    return subject if subject.endswith(FRESH) else subject + "/pooled"
+    # The main tables' strategy/variant: a subject without /fresh or /shared is one resource
+    # reused.
+    return subject if subject.endswith((FRESH, SHARED)) else subject + "/pooled"
 
 
 def grids(doc: dict) -> list[tuple[str, str, text_tables.Grid]]:

@@ -15,7 +15,8 @@ workload with deltas against new_delete/fresh and a Mann-Whitney U test, peak he
 held/live, and writes OUT/results.json (merged Google Benchmark JSON), OUT/summary.csv,
 OUT/report.html and OUT/charts/*.png. Then, when the run has container workloads, the container
 ops in one process (pmrkit_interleaved, in_process.py): each strategy of the run, pooled and
-fresh, beside mimalloc_plain in processes of its own (four, seeds one apart), round by round,
+fresh (and shared, where it has such rows, in a process after them), beside mimalloc_plain in
+processes of its own (four, seeds one apart), round by round,
 one more table per container workload (and OUT/containers_in_one_process.csv). See
 docs/benchmarks.md for how to read them.
 """
@@ -90,7 +91,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    "0: warm only)")
     p.add_argument("--container-rounds", type=int, metavar="N",
                    help="rounds of the container ops in one process, every strategy of the run "
-                   "pooled and fresh against mimalloc_plain (pmrkit_interleaved next to "
+                   "pooled, fresh and shared against mimalloc_plain (pmrkit_interleaved next to "
                    f"--bench; default {in_process.DEFAULT_ROUNDS}, --quick "
                    f"{in_process.QUICK_ROUNDS}; 0: not run)")
     p.add_argument("--container-processes", type=int, metavar="N",

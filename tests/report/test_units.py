@@ -1171,11 +1171,23 @@ class InProcess(unittest.TestCase):
         workloads, processes = in_process.subjects_of(names, self.KNOWN)
         self.assertEqual(workloads, ["Map", "Document"])
         # checked is left out (it validates every call); a preload row is not a strategy of
-        # the process; mimalloc_plain is the reference, first in each process.
+        # the process; mimalloc_plain is the reference, first in each process; a strategy's
+        # shared rows get a process of their own, after its pooled and fresh ones.
         self.assertEqual(processes, [["mimalloc_plain", "size_class", "size_class/fresh"],
+                                     ["mimalloc_plain", "size_class/shared"],
                                      ["mimalloc_plain", "new_delete", "new_delete/fresh"]])
         self.assertEqual(in_process.subjects_of(["AllocPairs/size_class"], self.KNOWN),
                          ([], []))
+
+    def test_a_shared_subject_keeps_its_variant(self):
+        doc = copy.deepcopy(self.DOC)
+        shared = copy.deepcopy(doc["workloads"][0]["subjects"][1])
+        shared["name"] = "size_class/shared"
+        doc["workloads"][0]["subjects"].append(shared)
+        [(_, _, grid)] = in_process.grids(doc)
+        self.assertEqual([r[0] for r in grid.rows],
+                         ["mimalloc_plain/pooled", "size_class/pooled", "size_class/fresh",
+                          "size_class/shared"])
 
     def test_command(self):
         self.assertEqual(in_process.command("tool", ["Map"], ["mimalloc_plain", "size_class"],
