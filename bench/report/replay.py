@@ -40,7 +40,7 @@ QUICK_REPETITIONS = 3
 LIMIT_ROW = "limit"
 TUNED_STRATEGY = "size_class"
 # --sweep: the size_class options one at a time around their defaults (max_pooled 64K,
-# chunk_size 64K, thread_cache 2M, max_retained 4M), then a lean and a fast combination.
+# chunk_size 64K, thread_cache 2M, max_retained 16M), then a lean and a fast combination.
 SWEEP_OPTIONS = (
     "max_pooled=4K", "max_pooled=256K", "chunk_size=16K", "chunk_size=1M", "thread_cache=0",
     "thread_cache=256K", "max_retained=0", "max_retained=64M",
