@@ -15,7 +15,8 @@ Every row runs in the warm heap state (a live background set of tens of MiB, nam
 context, the report's head, the captions and the CSV), the fresh rows and patterns also idle,
 whose time stands beside the warm one in the tables and the CSV. After the tables, each
 container workload's ops in one process (pmrkit_interleaved): the strategy and the baseline,
-pooled and fresh, against mimalloc_plain, in the text, results.json and report.html.
+pooled and fresh (and the strategy's shared rows, where it has them), against mimalloc_plain,
+in the text, results.json and report.html.
 Timings are never asserted: machines are shared and noisy.
 """
 
@@ -97,18 +98,29 @@ AFTER_ROWS = re.compile(r"^  (fastest|leanest|fewest heap B/op|time vs peak held
 IN_PROCESS_TITLE = re.compile(r"^Container(\w+) in one process — (\d+) rounds ")
 
 
-def check_in_process(out, stdout, strategy, workloads):
+def has_shared_rows(bench, strategy):
+    """Whether the binary runs `strategy`'s container ops as arenas over a long-lived pool
+    (/shared rows: the strategies that take their memory from an upstream)."""
+    listed = subprocess.run([bench, "--benchmark_list_tests=true", f"--strategy={strategy}"],
+                            capture_output=True, text=True, timeout=60, check=True).stdout
+    keys = [results.parse_name(n.strip()) for n in listed.splitlines() if n.strip()]
+    return any(k.strategy == strategy and k.variant == "shared" for k in keys)
+
+
+def check_in_process(out, stdout, strategy, workloads, shared):
     """The container ops in one process: one table per container workload of the run, the
     reference mimalloc_plain's row with its times, then the strategy and the baseline (and
-    malloc, with preload rows), each pooled and fresh, with a ratio, (rounds faster / rounds)
-    and p per phase; the same in results.json's context and in report.html."""
+    malloc, with preload rows), each pooled and fresh (the strategy also shared, when `shared`),
+    with a ratio, (rounds faster / rounds) and p per phase; the same in results.json's context
+    and in report.html."""
     wanted = ([w[len("Container"):] for w in workloads if w.startswith("Container")]
               if workloads else ["UnorderedMap", "Map", "Document"])
     blocks = [b for b in stdout.strip().split("\n\n") if IN_PROCESS_TITLE.search(b)]
     found = [IN_PROCESS_TITLE.search(b).group(1) for b in blocks]
     check(found == wanted, f"in-process tables for {found}, want {wanted}")
-    subjects = ["mimalloc_plain/pooled", f"{strategy}/pooled", f"{strategy}/fresh",
-                "new_delete/pooled", "new_delete/fresh"]
+    subjects = (["mimalloc_plain/pooled", f"{strategy}/pooled", f"{strategy}/fresh"]
+                + ([f"{strategy}/shared"] if shared else [])
+                + ["new_delete/pooled", "new_delete/fresh"])
     for block in blocks:
         rounds = IN_PROCESS_TITLE.search(block).group(2)
         lines = block.splitlines()
@@ -324,7 +336,8 @@ def main():
         titles = check_tables(stdout, args.strategy,
                               tables_with(args.bench, args.strategy, args.workload), memory)
         check_files(out, args.strategy, titles, args.preload, memory, stdout)
-        check_in_process(out, stdout, args.strategy, args.workload)
+        check_in_process(out, stdout, args.strategy, args.workload,
+                         has_shared_rows(args.bench, args.strategy))
         check_compare(out)
     finally:
         if not args.workdir:
