@@ -51,7 +51,7 @@ struct size_class_options {
   // chunk size reuses them); beyond it such chunks go back to upstream as soon as they empty.
   // 0 returns every empty chunk at once. The default lets a service whose requests or phases
   // build and free up to 16 MiB reuse it without a round trip to upstream: at 4 MiB a document
-  // tree of 8 MiB, built and freed again and again, gave half its chunks back to the C heap
+  // tree of 7 MiB, built and freed again and again, gave 3 MiB of chunks back to the C heap
   // after each destroy and took them again, faulting their pages in (its destroys 5-9% and
   // builds 3-5% slower; docs/size_class.md, "Memory kept between bursts"). Kept chunks of one
   // size also go back when a chunk of another size would raise the most the resource has ever
