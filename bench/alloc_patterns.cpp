@@ -27,6 +27,7 @@
 
 #include "alloc_script.hpp"
 #include "bench_support.hpp"
+#include "shared_by_threads.hpp"
 
 namespace pmrkit::bench {
 namespace {
@@ -114,18 +115,11 @@ void alloc_mixed(benchmark::State& state, const std::string& spec) {
   state.SetItemsProcessed(state.iterations());
 }
 
-// State shared by the threads of one AllocMixedShared run. The function-local static is reset
-// by the last thread out, before the next run's threads start.
-struct shared_run {
-  std::atomic<strategy_under_test*> subject_ptr{nullptr};
-  std::unique_ptr<strategy_under_test> owner;
-  // The previous run's subject, destroyed when the next run starts (or at exit), once the
-  // threads that used it have been joined: libstdc++'s synchronized_pool_resource must not be
-  // destroyed while a thread that used it is still exiting (its thread-specific pools' destructor
-  // then runs against the dying resource: a crash in about 1 run in 25).
-  std::unique_ptr<strategy_under_test> retired;
+// What the threads of one AllocMixedShared run share besides the subject. The function-local
+// static is reset by the last thread out, before the next run's threads start.
+struct mixed_shared_run {
+  shared_by_threads<strategy_under_test> subject;
   std::atomic<int> prefilled{0};
-  std::atomic<int> finished{0};
   static constexpr std::size_t mailbox_slots = 256;
   // One cache line per slot: packed slots made the threads fight over lines they did not
   // share any block through, and the harness, not the allocator, set the two-thread speed.
@@ -143,34 +137,19 @@ live_block unpack(std::uint64_t v) {
           static_cast<std::uint32_t>(v & 0xffff)};
 }
 
-// AllocMixedShared's thread counts beyond one: doubling up to the hardware threads, so a
-// 16-core machine draws a scaling curve, and 2 at least, so a 2-core one still shows whether
-// a strategy's threads fight over shared state (more threads than cores would measure the
-// scheduler).
-std::vector<int> shared_thread_counts() {
-  const int cores = std::max(2, static_cast<int>(std::thread::hardware_concurrency()));
-  std::vector<int> counts;
-  for (int threads = 2; threads <= cores; threads *= 2) counts.push_back(threads);
-  return counts;
-}
-
 // The timed pass runs on every thread of the row; the counting pass on the first thread alone
 // (as one thread of one: its blocks cross through the mailbox to itself), with a run of its own.
 void alloc_mixed_shared(benchmark::State& state, const std::string& spec) {
-  static shared_run timed_run;
-  static shared_run counting_run;
+  static mixed_shared_run timed_run;
+  static mixed_shared_run counting_run;
   run_row(state, spec, [&](benchmark::State& st, row_pass& pass) {
-    shared_run& run = pass.counting() ? counting_run : timed_run;
+    mixed_shared_run& run = pass.counting() ? counting_run : timed_run;
     const int threads = pass.counting() ? 1 : st.threads();
     const int me = pass.counting() ? 0 : st.thread_index();
-    if (me == 0) {
-      run.retired.reset();  // the previous run's threads are joined by now
-      run.owner = std::make_unique<strategy_under_test>(spec, pass);
-      run.subject_ptr.store(run.owner.get(), std::memory_order_release);
-    }
-    strategy_under_test* s = nullptr;
-    while (!(s = run.subject_ptr.load(std::memory_order_acquire))) std::this_thread::yield();
-    std::pmr::memory_resource* r = s->resource();
+    std::pmr::memory_resource* r =
+        run.subject
+            .join(me, [&] { return std::make_unique<strategy_under_test>(spec, pass); })
+            .resource();
 
     const auto& script = mixed_script();
     std::vector<live_block> live(live_set);
@@ -191,7 +170,7 @@ void alloc_mixed_shared(benchmark::State& state, const std::string& spec) {
       live_block fresh{r->allocate(stp.size, 8), stp.size};
       if ((at & 15) == 0) {
         // Hand this block to whichever thread next visits the slot; free what was there.
-        const std::uint64_t old = run.mailbox[at % shared_run::mailbox_slots].block.exchange(
+        const std::uint64_t old = run.mailbox[at % mixed_shared_run::mailbox_slots].block.exchange(
             pack(fresh.p, fresh.size), std::memory_order_acq_rel);
         fresh = old ? unpack(old) : live_block{r->allocate(stp.size, 8), stp.size};
       }
@@ -200,7 +179,7 @@ void alloc_mixed_shared(benchmark::State& state, const std::string& spec) {
       benchmark::DoNotOptimize(kept);
     });
     // The timing loop ends with a barrier: no thread touches the mailbox any more.
-    for (std::size_t i = static_cast<std::size_t>(me); i < shared_run::mailbox_slots;
+    for (std::size_t i = static_cast<std::size_t>(me); i < mixed_shared_run::mailbox_slots;
          i += static_cast<std::size_t>(threads)) {
       if (const std::uint64_t v = run.mailbox[i].block.exchange(0)) {
         const live_block b = unpack(v);
@@ -208,17 +187,11 @@ void alloc_mixed_shared(benchmark::State& state, const std::string& spec) {
       }
     }
     for (auto& b : live) r->deallocate(b.p, b.size, 8);
-    if (run.finished.fetch_add(1) + 1 == threads) {
-      run.owner->report_and_detach();
-      run.retired = std::move(run.owner);
+    // The subject reports to the first thread's pass when the last thread out detaches it.
+    run.subject.leave(me, threads, [&](strategy_under_test& subject) {
+      subject.report_and_detach();
       run.prefilled.store(0);
-      run.finished.store(0);
-      run.subject_ptr.store(nullptr, std::memory_order_release);
-    }
-    // The subject reports to the first thread's pass when the last thread out detaches it:
-    // that pass must outlive the report.
-    if (me == 0)
-      while (run.subject_ptr.load(std::memory_order_acquire)) std::this_thread::yield();
+    });
   });
   state.SetItemsProcessed(state.iterations());
 }

@@ -12,6 +12,10 @@
 //           the pool holds, what it keeps between ops included
 // Rows mimalloc_plain: the plainest pmr wrapper over the privately loaded mimalloc (mi_malloc,
 // mi_free), as the yardstick the strategies are held to.
+// The same rows on every core (.../threads:N, N the largest of shared_thread_counts()): each
+// thread runs its own ops; pooled is one resource for all the threads, shared one pool for all
+// of them. Their time is the machine's per op (Google Benchmark divides by the threads), their
+// memory the counting pass's, on one thread (docs/benchmarks.md, "Container workloads").
 // Counters: allocs_per_op and bytes_per_op (heap allocations per op, all phases),
 // peak_held_bytes (what the strategy took from a counting upstream at its most; only for
 // strategies that use upstream, label held=upstream) and peak_live_bytes (the most bytes the op
@@ -22,16 +26,32 @@
 
 #include "bench_support.hpp"
 #include "container_ops.hpp"
+#include "shared_by_threads.hpp"
 #include "pmrkit/registry.hpp"
 
 namespace pmrkit::bench {
 namespace {
 
-// One resource reused by every op, warmed by one op first. Both passes of the row run the same
-// ops (bench_support.hpp); only the timed pass reports the phase's time.
+// Which thread of how many a pass runs as: the timed pass on every thread of the row, the
+// counting pass on the first thread alone, as a run of one (bench_support.hpp).
+struct pass_thread {
+  int me;
+  int threads;
+  pass_thread(const benchmark::State& st, const row_pass& pass)
+      : me(pass.counting() ? 0 : st.thread_index()), threads(pass.counting() ? 1 : st.threads()) {}
+};
+
+// One resource reused by every op, warmed by one op first; on a threaded row, one resource for
+// all the threads, each running its own ops on it. Both passes of the row run the same ops
+// (bench_support.hpp); only the timed pass reports the phase's time.
 void run_pooled(benchmark::State& state, const std::string& spec, container_op op, phase timed) {
+  static shared_by_threads<strategy_under_test> timed_subjects;
+  static shared_by_threads<strategy_under_test> counting_subjects;
   run_row(state, spec, [&](benchmark::State& st, row_pass& pass) {
-    strategy_under_test subject(spec, pass);
+    auto& subjects = pass.counting() ? counting_subjects : timed_subjects;
+    const pass_thread thread(st, pass);
+    strategy_under_test& subject = subjects.join(
+        thread.me, [&] { return std::make_unique<strategy_under_test>(spec, pass); });
     std::pmr::memory_resource* r = subject.resource();
     phase_timer warm;
     op(r, warm);
@@ -39,8 +59,12 @@ void run_pooled(benchmark::State& state, const std::string& spec, container_op o
       phase_timer timer;
       op(r, timer);
       if (!pass.counting()) st.SetIterationTime(timer.seconds(timed));
-      subject.recycle_if_needed();  // a monotonic resource starts over between ops
+      // A monotonic resource starts over between ops; it is never on a threaded row.
+      if (thread.threads == 1) subject.recycle_if_needed();
     });
+    // The subject reports to the first thread's pass when the last thread out detaches it.
+    subjects.leave(thread.me, thread.threads,
+                   [](strategy_under_test& s) { s.report_and_detach(); });
   });
 }
 
@@ -71,10 +95,15 @@ void run_fresh(benchmark::State& state, const std::string& spec, container_op op
   });
 }
 
-// A resource of its own per op over one pool that outlives them all, warmed by one op.
+// A resource of its own per op over one pool that outlives them all, warmed by one op; on a
+// threaded row, one pool for all the threads, each making its own resource per op.
 void run_shared(benchmark::State& state, const std::string& spec, container_op op, phase timed) {
+  static shared_by_threads<shared_pool> timed_pools;
+  static shared_by_threads<shared_pool> counting_pools;
   run_row(state, spec, [&](benchmark::State& st, row_pass& pass) {
-    shared_pool pool;
+    auto& pools = pass.counting() ? counting_pools : timed_pools;
+    const pass_thread thread(st, pass);
+    shared_pool& pool = pools.join(thread.me, [] { return std::make_unique<shared_pool>(); });
     phase_timer warm;
     op_on_own_resource(spec, pass, &pool, op, warm);
     pass.loop(st, [&] {
@@ -82,6 +111,7 @@ void run_shared(benchmark::State& state, const std::string& spec, container_op o
       op_on_own_resource(spec, pass, &pool, op, timer);
       if (!pass.counting()) st.SetIterationTime(timer.seconds(timed));
     });
+    pools.leave(thread.me, thread.threads, [](shared_pool&) {});
   });
 }
 
@@ -89,24 +119,38 @@ void register_container_workloads() {
   std::vector<std::string> subjects = strategy_specs();
   subjects.push_back("mimalloc_plain");  // the yardstick: the plainest wrapper over mimalloc
   subjects.insert(subjects.end(), probe_rows().begin(), probe_rows().end());
+  // The threaded rows: every core busy, each thread running its own ops (one count, not a
+  // scaling curve: AllocMixedShared draws that, at a fraction of the cost). Pooled, a resource
+  // all the threads share; shared, a resource per op on each thread over one pool; fresh, only
+  // the baseline and the rival, which have no resource to share. Not the debugging strategy
+  // (checked: 20-60x the time of the others, and in no verdict), nor new_delete pooled (its
+  // fresh row is the same calls).
+  const int threads = shared_thread_counts().back();
   for (const container_workload& w : container_workloads) {
     for (std::size_t p = 0; p < phase_names.size(); ++p) {
       const auto timed = static_cast<phase>(p);
       for (const std::string& spec : subjects) {
         const std::string base = "Container" + std::string(w.name) + "/" +
                                  std::string(phase_names[p]) + "/" + spec;
-        benchmark::RegisterBenchmark((base + "/fresh").c_str(), run_fresh, spec, w.op, timed)
-            ->UseManualTime()
-            ->Unit(benchmark::kMicrosecond);
-        benchmark::RegisterBenchmark((base + "/pooled").c_str(), run_pooled, spec, w.op, timed)
-            ->UseManualTime()
-            ->Unit(benchmark::kMicrosecond);
-        if (spec == "mimalloc_plain" || is_probe(spec) ||
-            !describe_strategy(spec).uses_upstream)
-          continue;
-        benchmark::RegisterBenchmark((base + "/shared").c_str(), run_shared, spec, w.op, timed)
-            ->UseManualTime()
-            ->Unit(benchmark::kMicrosecond);
+        const bool plain = spec == "mimalloc_plain";
+        const bool baseline = spec == "new_delete";
+        const bool from_registry = !plain && !is_probe(spec);
+        const strategy_info info = from_registry ? describe_strategy(spec) : strategy_info{};
+        const bool shares = from_registry && info.uses_upstream;
+        const bool threaded = plain || (from_registry && info.name != "checked");
+        const auto add = [&](const char* variant, auto run, int thread_count) {
+          auto* b = benchmark::RegisterBenchmark((base + "/" + variant).c_str(), run, spec, w.op,
+                                                 timed);
+          b->UseManualTime()->Unit(benchmark::kMicrosecond);
+          if (thread_count > 1) b->Threads(thread_count);
+        };
+        add("fresh", run_fresh, 1);
+        add("pooled", run_pooled, 1);
+        if (shares) add("shared", run_shared, 1);
+        if (!threaded) continue;
+        if (plain || baseline) add("fresh", run_fresh, threads);
+        if (from_registry && !baseline && info.thread_safe) add("pooled", run_pooled, threads);
+        if (shares) add("shared", run_shared, threads);
       }
     }
   }

@@ -228,11 +228,14 @@ def _by_table(jobs: list[Job], known) -> list[Job]:
 def idle_jobs(jobs: list[Job], known) -> list[Job]:
     """The same rows in an idle process, for those whose time moves with the heap's state: the
     fresh rows (a new buffer per op, which glibc may hand back to the kernel each time) and the
-    allocator patterns, not the preload rows (another allocator's policy) or the references."""
+    allocator patterns, not the preload rows (another allocator's policy), the references or
+    the threaded container rows (each thread's heap is its own state: their figure is the
+    machine's throughput, not one op on a heap in a known state)."""
     out = []
     for job in jobs:
         key = results.parse_name(job.name, known)
-        if not job.preload and not key.is_reference and (
+        threaded_container = key.threads > 1 and not key.is_pattern
+        if not job.preload and not key.is_reference and not threaded_container and (
                 key.variant == results.BASELINE_VARIANT or key.is_pattern):
             out.append(dataclasses.replace(job, heap=IDLE))
     return out

@@ -905,6 +905,15 @@ class HeapState(unittest.TestCase):
         self.assertEqual(runner.child_env(heap=runner.IDLE)[runner.HEAP_ENV], "idle")
         self.assertEqual(runner.child_env()[runner.HEAP_ENV], "warm")
 
+    def test_idle_jobs_leave_out_the_threaded_container_rows(self):
+        known = ("new_delete", "size_class")
+        names = ["ContainerMap/build/new_delete/fresh/manual_time",
+                 "ContainerMap/build/new_delete/fresh/manual_time/threads:2",
+                 "ContainerMap/build/size_class/pooled/manual_time/threads:2",
+                 "AllocMixedShared/new_delete/real_time/threads:2"]
+        idle = runner.idle_jobs([runner.Job(name, ()) for name in names], known)
+        self.assertEqual([j.name for j in idle], [names[0], names[3]])
+
     def test_idle_runs_share_the_rounds_of_their_table(self):
         known = runner.strategy_names(FAKE_BENCH)
         plan = runner.plan(FAKE_BENCH, known, strategy="size_class",
