@@ -92,6 +92,7 @@ struct size_class_cache {
   Counter<std::uint64_t> slow_paths;
   std::uint64_t activity_at_last_sweep = ~std::uint64_t{0};  // written by sweeps, in turn
   bool sweep_due = false;  // this thread claimed the next sweep: done once this use ends
+  std::uint8_t shard = 0;  // the class stores' shard its refills take from first
   // Aligned so that each 32-byte stack lies within one cache line.
   alignas(64) std::array<block_stack<Counter>, cache_stack_count> stacks{};
   // The cache's allocations, and each stack's (their low 32 bits), at the last scavenge: a class

@@ -57,6 +57,7 @@ struct chunk_header {
   std::uint32_t bytes = 0;  // of the whole chunk, for whoever frees it (fits: see below)
   std::uint32_t capacity = 0;
   chunk_state state = chunk_state::partial;
+  std::uint8_t shard = 0;  // which shard's partial list holds it (size_class_store.hpp)
   // The count of free blocks (those whose bit is set) at which a block coming back moves the
   // chunk in its store, and how many blocks must come back before it does: the free count is
   // their difference. A returning block only counts down (the store's count_back), one
@@ -253,6 +254,7 @@ static_assert(largest_chunk_bytes < (std::size_t{1} << 32));
 class chunk_list {
  public:
   chunk_header* front() const noexcept { return head_; }
+  chunk_header* back() const noexcept { return tail_; }
 
   void push_front(chunk_header* chunk) noexcept {
     chunk->prev = nullptr;

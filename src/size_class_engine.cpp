@@ -273,7 +273,12 @@ auto size_class_engine<Policy>::local_cache() noexcept -> size_class_cache* {
     // No cache (out of memory, or the thread is past its exit hook): the caller takes the
     // uncached path, which locks the class store for each block.
     size_class_cache* const made = thread_caches_.make(this, options_.thread_cache);
-    if (made) count_caches(+1);
+    if (made) {
+      count_caches(+1);
+      made->shard = static_cast<std::uint8_t>((next_shard_.add(1) - 1) %
+                                              class_store<Policy>::shards);
+      caches_in_shard_[made->shard].add(1);
+    }
     return made;
   } else {
     return &own_cache_;
@@ -296,6 +301,7 @@ void size_class_engine<Policy>::absorb_exiting_cache(size_class_cache& local) no
   if constexpr (per_thread_caches) {
     cache_limit_bytes_.subtract(local.limit_bytes);
     count_caches(-1);
+    caches_in_shard_[local.shard].subtract(1);
   }
   local.limit_bytes = 0;
   local.allocations_at_scavenge = 0;  // the stacks' counts start over
@@ -317,7 +323,8 @@ void* size_class_engine<Policy>::refill(size_class_cache& local, unsigned index)
   // they fit. They arrive lowest address first; the stack hands them out in that order.
   const std::uint32_t room = stack.limit + 1;
   void** const slots = stack.slots;
-  const std::uint32_t got = take(index, std::min(info_[index].batch, room), room, 0, slots);
+  const std::uint32_t got =
+      take(index, local.shard, std::min(info_[index].batch, room), room, 0, slots);
   std::reverse(slots, slots + got);
   // The caller writes these blocks soon. Touching the first of them here, in one pass in
   // address order (the stack's top is the lowest), takes their cache misses (and a fresh
@@ -565,6 +572,13 @@ void size_class_engine<Policy>::overflow(size_class_cache& local, unsigned index
   note_slow_path(local);
   const std::size_t budget = cache_budget(local);
   if (local.limit_bytes > budget) shrink_to(local, budget, stack_count_);
+  // A stack too short for how this thread frees grows too, up to a batch: a thread that only
+  // frees (it consumes what others produce, or its cache was taken back as idle while it read
+  // and it now destroys what it built) otherwise gave every block back alone, under the
+  // class's lock: the two threads of the pooled container destroys took 1.2-1.9x mimalloc's
+  // time that way (docs/size_class_containers.md, "On every core"). Not beyond a batch: a
+  // thread that never allocates has no use for more, and would keep it from other threads.
+  if (stack.limit < info_[index].batch) grow_limit(local, index);
   if (stack.limit == 0) return give(index, &block, 1, 0);
   // count <= limit < capacity, so the block has a slot; the flush may then give it back too
   // (a stack with a limit of one keeps nothing, and pins no chunk).
@@ -587,7 +601,7 @@ void size_class_engine<Policy>::flush(size_class_cache& local, unsigned index,
 template <class Policy>
 void* size_class_engine<Policy>::allocate_uncached(unsigned index) {
   void* block = nullptr;
-  take(index, 1, 1, 1, &block);
+  take(index, 0, 1, 1, 1, &block);
   return block;
 }
 
@@ -599,25 +613,39 @@ void size_class_engine<Policy>::deallocate_uncached(void* block, unsigned index)
 // ---------------------------------------------------------------- shared stores
 
 template <class Policy>
-std::uint32_t size_class_engine<Policy>::take(unsigned index, std::uint32_t wanted,
-                                              std::uint32_t most, std::uint64_t allocations,
-                                              void** out) {
+std::uint32_t size_class_engine<Policy>::take(unsigned index, unsigned shard,
+                                              std::uint32_t wanted, std::uint32_t most,
+                                              std::uint64_t allocations, void** out) {
   if (is_whole_chunk_index(index)) return take_whole(index, wanted, allocations, out);
   class_store<Policy>& store = stores_[index];
   const class_info& info = info_[index];
   {
     const std::lock_guard lock(store.mutex);
-    if (const std::uint32_t got = store.take(info, wanted, most, out)) {
+    if (const std::uint32_t got = store.take(info, shard, wanted, most, out)) {
       store.allocations += allocations;
       return got;
     }
   }
-  // Upstream is called without the lock held; if it throws, nothing has changed.
-  chunk_header* const chunk = obtain_chunk(index);
+  // None in this shard. A kept empty chunk holds no other thread's blocks; a chunk of a shard
+  // that no cache uses costs no memory from upstream. A chunk of a shard in use stays there:
+  // its threads' blocks and this one's would share lines again.
+  chunk_header* chunk = kept_chunk(index);
+  if (!chunk) {
+    {
+      const std::lock_guard lock(store.mutex);
+      const auto orphaned = [this](unsigned s) { return caches_in_shard_[s].get() == 0; };
+      if (store.adopt_chunk(shard, orphaned)) {
+        store.allocations += allocations;
+        return store.take(info, shard, wanted, most, out);
+      }
+    }
+    // Upstream is called without the lock held; if it throws, nothing has changed.
+    chunk = new_class_chunk(index);
+  }
   const std::lock_guard lock(store.mutex);
-  store.add_chunk(chunk);
+  store.add_chunk(chunk, shard);
   store.allocations += allocations;
-  return store.take(info, wanted, most, out);
+  return store.take(info, shard, wanted, most, out);
 }
 
 template <class Policy>
@@ -721,20 +749,24 @@ void size_class_engine<Policy>::give_whole(unsigned index, void* const* chunks,
 }
 
 template <class Policy>
-chunk_header* size_class_engine<Policy>::obtain_chunk(unsigned index) {
+chunk_header* size_class_engine<Policy>::kept_chunk(unsigned index) noexcept {
   const class_info& info = info_[index];
-  std::byte* base = nullptr;
-  if (chunk_header* const kept = empty_chunks_.take(info.chunk_bytes)) {
-    base = base_of_chunk(kept, info.chunk_bytes);
-  } else {
-    // None of this size is kept: the new chunk may first take the place of kept ones of other
-    // sizes, which serve only classes of their own size.
-    make_room_for(info.chunk_bytes);
-    base = new_chunk(info.chunk_bytes);
-  }
-  // The kept chunk's header lay where its last class put it; the format puts it where this
-  // class's layout does.
-  return format_chunk(base, info.chunk_bytes, info.layout, info.block_size);
+  chunk_header* const kept = empty_chunks_.take(info.chunk_bytes);
+  if (!kept) return nullptr;
+  // Its header lay where its last class put it; the format puts it where this class's layout
+  // does.
+  return format_chunk(base_of_chunk(kept, info.chunk_bytes), info.chunk_bytes, info.layout,
+                      info.block_size);
+}
+
+template <class Policy>
+chunk_header* size_class_engine<Policy>::new_class_chunk(unsigned index) {
+  const class_info& info = info_[index];
+  // None of this size is kept: the new chunk may first take the place of kept ones of other
+  // sizes, which serve only classes of their own size.
+  make_room_for(info.chunk_bytes);
+  return format_chunk(new_chunk(info.chunk_bytes), info.chunk_bytes, info.layout,
+                      info.block_size);
 }
 
 template <class Policy>

@@ -223,14 +223,17 @@ class size_class_engine {
   void absorb_exiting_cache(size_class_cache& local) noexcept;
   void* allocate_uncached(unsigned index);
   void deallocate_uncached(void* block, unsigned index) noexcept;
-  // Writes what the store hands out to out[0..) (store.take) and returns how many.
-  std::uint32_t take(unsigned index, std::uint32_t wanted, std::uint32_t most,
+  // Writes what the store hands out to out[0..) (store.take) and returns how many: blocks of
+  // `shard`'s chunks, else of a kept empty chunk, else of another shard's chunk, else of a new
+  // chunk from upstream.
+  std::uint32_t take(unsigned index, unsigned shard, std::uint32_t wanted, std::uint32_t most,
                      std::uint64_t allocations, void** out);
   void give(unsigned index, void* const* blocks, std::uint32_t count,
             std::uint64_t allocations) noexcept;
-  // A chunk for class `index`, formatted for it: an empty one that any class gave up, else a
-  // new one.
-  chunk_header* obtain_chunk(unsigned index);
+  // A chunk for class `index`, formatted for it: an empty one that any class gave up (null if
+  // none of its size is kept), or a new one.
+  chunk_header* kept_chunk(unsigned index) noexcept;
+  chunk_header* new_class_chunk(unsigned index);
   // The start of a chunk of `chunk_bytes` from upstream, aligned to its size.
   std::byte* new_chunk(std::size_t chunk_bytes);
   // About to take `bytes` more from upstream: if that would raise the most this resource has
@@ -302,6 +305,10 @@ class size_class_engine {
   shared_counter cache_share_;         // max_cached_total / caches_, kept as caches come and go
   shared_counter cache_limit_bytes_;   // the caches' limit_bytes added up
   shared_counter last_sweep_;          // steady-clock nanoseconds of the last idle sweep
+  shared_counter next_shard_;          // the shard of the next thread's cache, modulo shards
+  // Caches attached to threads, by shard: a shard with none is orphaned, its chunks free to
+  // adopt (class_store::adopt_chunk). Unsync: its one cache, never counted, in the one shard.
+  std::array<shared_counter, class_store<Policy>::shards> caches_in_shard_{};
   // One reclaim of caches at a time, and none while stats() runs. A reclaim takes caches under
   // the registry's lock but gives their blocks back after it; without this, trim() could find
   // a sweep's caches already taken and their chunks not yet empty (and leave those chunks held

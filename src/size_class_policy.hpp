@@ -81,6 +81,9 @@ struct policy_traits;
 template <>
 struct policy_traits<sync_policy> {
   static constexpr bool per_thread_caches = true;
+  // Threads' caches refill from chunks of their own shard of each class store
+  // (size_class_store.hpp); caches are given shards in turn as they are made.
+  static constexpr unsigned store_shards = 16;
   using mutex = std::mutex;
   // Written by the cache's thread, read by stats() on any thread.
   template <class Integer>
@@ -91,6 +94,7 @@ struct policy_traits<sync_policy> {
 template <>
 struct policy_traits<unsync_policy> {
   static constexpr bool per_thread_caches = false;
+  static constexpr unsigned store_shards = 1;
   using mutex = no_mutex;
   template <class Integer>
   using counter = plain_counter<Integer>;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cassert>
 #include <cstddef>
@@ -29,22 +30,30 @@ struct class_info {
 
 template <class Policy>
 struct alignas(64) class_store {
+  static constexpr unsigned shards = policy_traits<Policy>::store_shards;
+
   mutable typename policy_traits<Policy>::mutex mutex;
-  // Some blocks out, some free. Refills take from the front; a chunk that gets a block back
-  // while full goes to the front, one that thins out to a quarter of its blocks goes to the
-  // back. So refills keep dense chunks dense and leave sparse ones to drain: a live set that
-  // shrinks or whose mix of sizes drifts empties whole chunks, which can then serve any class.
-  chunk_list partial;
+  // Some blocks out, some free, in one list per shard. A thread's cache refills from its own
+  // shard's chunks, so two threads' blocks do not interleave within a chunk (mimalloc's pages
+  // belong to a thread for the same reason): when they did, the threads of a pooled container
+  // op took 1.5-2.4x mimalloc's time, each core's caches half full of the other's lines
+  // (docs/size_class_containers.md, "On every core"). Refills take from the front; a chunk
+  // that gets a block back while full goes to the front, one that thins out to a quarter of
+  // its blocks goes to the back. So refills keep dense chunks dense and leave sparse ones to
+  // drain: a live set that shrinks or whose mix of sizes drifts empties whole chunks, which
+  // can then serve any class.
+  std::array<chunk_list, shards> partial;
   chunk_list full;     // every block out
   std::uint64_t chunks = 0;
   std::uint64_t chunk_blocks = 0;   // blocks the chunks hold, free or out
   std::uint64_t blocks_out = 0;     // allocated or cached, over all chunks
   std::uint64_t allocations = 0;    // for caches that are gone and for uncached calls
 
-  void add_chunk(chunk_header* chunk) noexcept {
+  void add_chunk(chunk_header* chunk, unsigned shard) noexcept {
     chunk->state = chunk_state::partial;
+    chunk->shard = static_cast<std::uint8_t>(shard);
     set_free_count(chunk, chunk->capacity);
-    partial.push_front(chunk);
+    partial[shard].push_front(chunk);
     ++chunks;
     chunk_blocks += chunk->capacity;
   }
@@ -53,19 +62,20 @@ struct alignas(64) class_store {
   // into out[0..), lowest address first, chunk after chunk, and returns how many. A chunk gives
   // all its free blocks when they fit under `most`, so a cache holds blocks of few chunks. The
   // blocks are read from each chunk's bitmap: none of them is touched.
-  std::uint32_t take(const class_info& info, std::uint32_t wanted, std::uint32_t most,
-                     void** out) noexcept {
+  // Only chunks of `shard`.
+  std::uint32_t take(const class_info& info, unsigned shard, std::uint32_t wanted,
+                     std::uint32_t most, void** out) noexcept {
     wanted = std::min(wanted, most);
     std::uint32_t taken = 0;
     while (taken < wanted) {
-      chunk_header* const chunk = partial.front();
+      chunk_header* const chunk = partial[shard].front();
       if (!chunk) break;
       const std::uint32_t free = chunk->free_count();
       const std::uint32_t n = taken + free <= most ? free : std::min(free, wanted - taken);
       take_lowest(chunk, info, n, out + taken);
       taken += n;
       if (n == free) {
-        partial.remove(chunk);
+        partial[shard].remove(chunk);
         chunk->state = chunk_state::full;
         full.push_front(chunk);
       }
@@ -73,6 +83,25 @@ struct alignas(64) class_store {
     }
     blocks_out += taken;
     return taken;
+  }
+
+  // Moves the sparsest chunk with free blocks of another shard that no thread's cache uses
+  // any more (orphaned(shard)) into `shard`, for a refill that found none of its own and no
+  // kept empty chunk, rather than take a new one from upstream: what threads that exited or
+  // went idle left half used is used again. False if there is none.
+  template <class Orphaned>
+  bool adopt_chunk(unsigned shard, Orphaned&& orphaned) noexcept {
+    for (unsigned step = 1; step < shards; ++step) {
+      const unsigned other_shard = (shard + step) % shards;
+      chunk_list& other = partial[other_shard];
+      chunk_header* const chunk = other.back();
+      if (!chunk || !orphaned(other_shard)) continue;
+      other.remove(chunk);
+      chunk->shard = static_cast<std::uint8_t>(shard);
+      partial[shard].push_front(chunk);
+      return true;
+    }
+    return false;
   }
 
   // Takes back blocks[0..count). A chunk whose last block comes back leaves the class, fresh
@@ -91,7 +120,10 @@ struct alignas(64) class_store {
   // Unlinks every chunk, chained through next, for the caller to free; resets the counters.
   chunk_header* take_every_chunk() noexcept {
     chunk_header* all = nullptr;
-    for (chunk_list* list : {&partial, &full}) {
+    std::array<chunk_list*, shards + 1> lists;
+    for (unsigned shard = 0; shard < shards; ++shard) lists[shard] = &partial[shard];
+    lists[shards] = &full;
+    for (chunk_list* list : lists) {
       chunk_header* chunk = list->take_all();
       while (chunk) {
         chunk_header* const next = chunk->next;
@@ -235,8 +267,9 @@ struct alignas(64) class_store {
                  chunk_header*& emptied) noexcept {
     const bool was_full = chunk->state == chunk_state::full;
     const std::uint32_t out = chunk->capacity - free;
+    chunk_list& own = partial[chunk->shard];
     if (out == 0) {
-      (was_full ? full : partial).remove(chunk);
+      (was_full ? full : own).remove(chunk);
       --chunks;
       chunk_blocks -= chunk->capacity;
       chunk->state = chunk_state::empty;
@@ -250,12 +283,12 @@ struct alignas(64) class_store {
       full.remove(chunk);
       chunk->state = chunk_state::partial;
       if (thinned())
-        partial.push_back(chunk);
+        own.push_back(chunk);
       else
-        partial.push_front(chunk);
+        own.push_front(chunk);
     } else if (thinned()) {
-      partial.remove(chunk);
-      partial.push_back(chunk);
+      own.remove(chunk);
+      own.push_back(chunk);
     }
     set_free_count(chunk, free);
   }

@@ -587,19 +587,22 @@ TEMPLATE_TEST_CASE("size_class: a free leaves the block's bytes alone", "[size_c
       if (c.block_size == size) return c.cached_blocks;
     return std::uint64_t{0};
   };
-  // The first miss caches one block beside the one handed out; the second allocation takes it.
-  void* const first = r.allocate(size, 16);
-  void* const second = r.allocate(size, 16);
-  REQUIRE(cached() == 0);
-  pmrkit::test::fill_pattern(second, size, 7);
-  r.deallocate(second, size, 16);
-  REQUIRE(cached() == 1);  // kept by the cache
-  CHECK(check_pattern(second, size, 7));
-  pmrkit::test::fill_pattern(first, size, 8);
-  r.deallocate(first, size, 16);
-  REQUIRE(cached() == 0);  // the overflow gave both back to their chunk
-  CHECK(check_pattern(first, size, 8));
-  CHECK(check_pattern(second, size, 7));
+  // More blocks than a stack may hold (512 of a class), so that frees beyond its limit go back
+  // to their chunks in the overflows' flushes.
+  constexpr int count = 1000;
+  std::vector<void*> blocks;
+  for (int i = 0; i < count; ++i) {
+    blocks.push_back(r.allocate(size, 16));
+    pmrkit::test::fill_pattern(blocks.back(), size, static_cast<std::uint64_t>(i));
+  }
+  const std::uint64_t cached_before = cached();
+  r.deallocate(blocks[0], size, 16);
+  REQUIRE(cached() == cached_before + 1);  // kept by the cache
+  CHECK(check_pattern(blocks[0], size, 0));
+  for (int i = 1; i < count; ++i) r.deallocate(blocks[static_cast<std::size_t>(i)], size, 16);
+  REQUIRE(cached() <= 512);  // the overflows gave the rest back to their chunks
+  for (int i = 0; i < count; ++i)
+    CHECK(check_pattern(blocks[static_cast<std::size_t>(i)], size, static_cast<std::uint64_t>(i)));
 }
 
 // A class whose next growth step could not fit in the budget even if every other class gave up
