@@ -81,7 +81,8 @@ inline constexpr unsigned cache_stack_count = size_classes::count + whole_chunk_
 template <template <class> class Counter>
 struct size_class_cache {
   size_class_cache() = default;
-  explicit size_class_cache(std::size_t budget_bytes) noexcept : budget(budget_bytes) {}
+  explicit size_class_cache(std::size_t budget_bytes, std::uint8_t shard_index = 0) noexcept
+      : budget(budget_bytes), shard(shard_index) {}
 
   std::size_t limit_bytes = 0;
   std::size_t budget = 0;          // the thread_cache option

@@ -50,6 +50,12 @@ constexpr std::size_t whole_refill_bytes = 256 * 1024;
 constexpr std::size_t max_whole_batch = 8;
 // A refill touches the first this many blocks it hands out (refill, below).
 constexpr std::uint32_t touch_ahead = 32;
+// Classes up to this block size refill from chunks of their thread's shard; larger ones share
+// one shard. Container nodes, keys and short arrays are where two threads' blocks side by side
+// cost (docs/size_class_containers.md, "On every core"), and their chunks are 4-32 KiB; a
+// larger class's chunk is 64 KiB or more, and a partly used one per shard of each of those
+// classes held 80 MB where 45 did with 64 threads parked (size_class_many_threads_test).
+constexpr std::size_t largest_sharded_block = 256;
 // No class may hold more than half of a thread's budget, nor more than this many blocks.
 constexpr std::size_t max_cached_blocks = 512;
 // Every cache may grow to this (or thread_cache, if smaller) whatever its share of
@@ -272,12 +278,13 @@ auto size_class_engine<Policy>::local_cache() noexcept -> size_class_cache* {
     if (size_class_cache* const found = thread_caches_.find(this)) return found;
     // No cache (out of memory, or the thread is past its exit hook): the caller takes the
     // uncached path, which locks the class store for each block.
-    size_class_cache* const made = thread_caches_.make(this, options_.thread_cache);
+    // Shards go to caches in turn, so up to that many threads refill from chunks of their own.
+    const auto shard =
+        static_cast<std::uint8_t>((next_shard_.add(1) - 1) % class_store<Policy>::shards);
+    size_class_cache* const made = thread_caches_.make(this, options_.thread_cache, shard);
     if (made) {
       count_caches(+1);
-      made->shard = static_cast<std::uint8_t>((next_shard_.add(1) - 1) %
-                                              class_store<Policy>::shards);
-      caches_in_shard_[made->shard].add(1);
+      caches_in_shard_[shard].add(1);
     }
     return made;
   } else {
@@ -323,8 +330,9 @@ void* size_class_engine<Policy>::refill(size_class_cache& local, unsigned index)
   // they fit. They arrive lowest address first; the stack hands them out in that order.
   const std::uint32_t room = stack.limit + 1;
   void** const slots = stack.slots;
+  const unsigned shard = info_[index].block_size <= largest_sharded_block ? local.shard : 0;
   const std::uint32_t got =
-      take(index, local.shard, std::min(info_[index].batch, room), room, 0, slots);
+      take(index, shard, std::min(info_[index].batch, room), room, 0, slots);
   std::reverse(slots, slots + got);
   // The caller writes these blocks soon. Touching the first of them here, in one pass in
   // address order (the stack's top is the lowest), takes their cache misses (and a fresh
@@ -575,7 +583,7 @@ void size_class_engine<Policy>::overflow(size_class_cache& local, unsigned index
   // A stack too short for how this thread frees grows too, up to a batch: a thread that only
   // frees (it consumes what others produce, or its cache was taken back as idle while it read
   // and it now destroys what it built) otherwise gave every block back alone, under the
-  // class's lock: the two threads of the pooled container destroys took 1.2-1.9x mimalloc's
+  // class's lock: the two threads of the pooled container destroys took 1.2-1.6x mimalloc's
   // time that way (docs/size_class_containers.md, "On every core"). Not beyond a batch: a
   // thread that never allocates has no use for more, and would keep it from other threads.
   if (stack.limit < info_[index].batch) grow_limit(local, index);

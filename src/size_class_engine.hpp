@@ -224,14 +224,14 @@ class size_class_engine {
   void* allocate_uncached(unsigned index);
   void deallocate_uncached(void* block, unsigned index) noexcept;
   // Writes what the store hands out to out[0..) (store.take) and returns how many: blocks of
-  // `shard`'s chunks, else of a kept empty chunk, else of another shard's chunk, else of a new
-  // chunk from upstream.
+  // `shard`'s chunks, else of a kept empty chunk, else of a chunk of a shard no cache uses,
+  // else of a new chunk from upstream.
   std::uint32_t take(unsigned index, unsigned shard, std::uint32_t wanted, std::uint32_t most,
                      std::uint64_t allocations, void** out);
   void give(unsigned index, void* const* blocks, std::uint32_t count,
             std::uint64_t allocations) noexcept;
   // A chunk for class `index`, formatted for it: an empty one that any class gave up (null if
-  // none of its size is kept), or a new one.
+  // none of its size is kept), or a new one from upstream.
   chunk_header* kept_chunk(unsigned index) noexcept;
   chunk_header* new_class_chunk(unsigned index);
   // The start of a chunk of `chunk_bytes` from upstream, aligned to its size.

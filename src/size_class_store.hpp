@@ -34,14 +34,15 @@ struct alignas(64) class_store {
 
   mutable typename policy_traits<Policy>::mutex mutex;
   // Some blocks out, some free, in one list per shard. A thread's cache refills from its own
-  // shard's chunks, so two threads' blocks do not interleave within a chunk (mimalloc's pages
-  // belong to a thread for the same reason): when they did, the threads of a pooled container
-  // op took 1.5-2.4x mimalloc's time, each core's caches half full of the other's lines
-  // (docs/size_class_containers.md, "On every core"). Refills take from the front; a chunk
-  // that gets a block back while full goes to the front, one that thins out to a quarter of
-  // its blocks goes to the back. So refills keep dense chunks dense and leave sparse ones to
-  // drain: a live set that shrinks or whose mix of sizes drifts empties whole chunks, which
-  // can then serve any class.
+  // shard's chunks (classes up to 256 bytes: size_class_engine.cpp, largest_sharded_block), so
+  // two threads' blocks do not interleave within a chunk (mimalloc's pages belong to a thread
+  // for the same reason): when they did, the threads of a pooled container op took 1.5-2.9x
+  // mimalloc's time, each core's caches half full of the other's lines
+  // (docs/size_class_containers.md, "On every core"). Refills take from the front; a chunk that
+  // gets a block back while full goes to the front, one that thins out to a quarter of its
+  // blocks goes to the back. So refills keep dense chunks dense and leave sparse ones to drain:
+  // a live set that shrinks or whose mix of sizes drifts empties whole chunks, which can then
+  // serve any class.
   std::array<chunk_list, shards> partial;
   chunk_list full;     // every block out
   std::uint64_t chunks = 0;
@@ -61,8 +62,7 @@ struct alignas(64) class_store {
   // Moves at least `wanted` blocks (fewer if the class's chunks run out) and at most `most`
   // into out[0..), lowest address first, chunk after chunk, and returns how many. A chunk gives
   // all its free blocks when they fit under `most`, so a cache holds blocks of few chunks. The
-  // blocks are read from each chunk's bitmap: none of them is touched.
-  // Only chunks of `shard`.
+  // blocks are read from each chunk's bitmap: none of them is touched. Only `shard`'s chunks.
   std::uint32_t take(const class_info& info, unsigned shard, std::uint32_t wanted,
                      std::uint32_t most, void** out) noexcept {
     wanted = std::min(wanted, most);
