@@ -580,13 +580,14 @@ void size_class_engine<Policy>::overflow(size_class_cache& local, unsigned index
   note_slow_path(local);
   const std::size_t budget = cache_budget(local);
   if (local.limit_bytes > budget) shrink_to(local, budget, stack_count_);
-  // A stack too short for how this thread frees grows too, up to a batch: a thread that only
-  // frees (it consumes what others produce, or its cache was taken back as idle while it read
-  // and it now destroys what it built) otherwise gave every block back alone, under the
+  // A stack of a class this cache never allocated grows too, up to a batch: a thread that only
+  // frees it (it consumes what others produce, or its cache was taken back as idle while it
+  // read and it now destroys what it built) otherwise gave every block back alone, under the
   // class's lock: the two threads of the pooled container destroys took 1.2-1.6x mimalloc's
-  // time that way (docs/size_class_containers.md, "On every core"). Not beyond a batch: a
-  // thread that never allocates has no use for more, and would keep it from other threads.
-  if (stack.limit < info_[index].batch) grow_limit(local, index);
+  // time that way (docs/size_class_containers.md, "On every core"). Not beyond a batch: such a
+  // thread has no use for more. Not for a class the thread allocates, whose refills grow its
+  // limit: growing on its frees as well kept 200 KB more of the Document op's chunks.
+  if (stack.limit < info_[index].batch && stack.allocations.get() == 0) grow_limit(local, index);
   if (stack.limit == 0) return give(index, &block, 1, 0);
   // count <= limit < capacity, so the block has a slot; the flush may then give it back too
   // (a stack with a limit of one keeps nothing, and pins no chunk).
