@@ -93,7 +93,8 @@ class row_pass {
 // options, as a user would make it first, over a counting new_delete: what it holds, all it
 // keeps for the next arena included, is the row's held memory. (With max_pooled=1M it would
 // also keep the arenas' largest requests, and held 1.7x as much on the UnorderedMap op and
-// 3.6x on monotonic's.) Single-threaded use, like the rows.
+// 3.6x on monotonic's.) Thread-safe: the threaded shared rows share one pool among their
+// threads (container_workloads.cpp).
 class shared_pool {
  public:
   shared_pool();
