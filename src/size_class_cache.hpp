@@ -81,8 +81,11 @@ inline constexpr unsigned cache_stack_count = size_classes::count + whole_chunk_
 template <template <class> class Counter>
 struct size_class_cache {
   size_class_cache() = default;
-  explicit size_class_cache(std::size_t budget_bytes, std::uint8_t shard_index = 0) noexcept
-      : budget(budget_bytes), shard(shard_index) {}
+  explicit size_class_cache(std::size_t budget_bytes, std::uint8_t shard_index = 0,
+                            const void* thread_key = nullptr,
+                            std::uint8_t idle_sweeps_to_take = 1) noexcept
+      : budget(budget_bytes), shard(shard_index), thread(thread_key),
+        sweeps_to_take(idle_sweeps_to_take) {}
 
   std::size_t limit_bytes = 0;
   std::size_t budget = 0;          // the thread_cache option
@@ -94,6 +97,11 @@ struct size_class_cache {
   std::uint64_t activity_at_last_sweep = ~std::uint64_t{0};  // written by sweeps, in turn
   bool sweep_due = false;  // this thread claimed the next sweep: done once this use ends
   std::uint8_t shard = 0;  // the class stores' shard its refills take from first
+  // Whose cache it is (the thread's cache directory, compared only), how many sweeps in a row
+  // must find it idle before one takes it back, and how many have (size_class_idle_grace.hpp).
+  const void* thread = nullptr;
+  std::uint8_t sweeps_to_take = 1;
+  std::uint8_t idle_sweeps = 0;  // written by sweeps, in turn
   // Aligned so that each 32-byte stack lies within one cache line.
   alignas(64) std::array<block_stack<Counter>, cache_stack_count> stacks{};
   // The cache's allocations, and each stack's (their low 32 bits), at the last scavenge: a class

@@ -281,7 +281,17 @@ auto size_class_engine<Policy>::local_cache() noexcept -> size_class_cache* {
     // Shards go to caches in turn, so up to that many threads refill from chunks of their own.
     const auto shard =
         static_cast<std::uint8_t>((next_shard_.add(1) - 1) % class_store<Policy>::shards);
-    size_class_cache* const made = thread_caches_.make(this, options_.thread_cache, shard);
+    // A thread whose last cache a sweep took back a moment ago was not parked: this one waits
+    // for more idle sweeps (size_class_idle_grace.hpp).
+    const void* const thread = &this_thread_caches;
+    std::uint8_t sweeps_to_take = 1;
+    if (idle_period_ != 0) {
+      const std::lock_guard lock(reclaim_mutex_);
+      sweeps_to_take =
+          idle_grace_.sweeps_for_new_cache(thread, steady_nanoseconds(), idle_period_);
+    }
+    size_class_cache* const made =
+        thread_caches_.make(this, options_.thread_cache, shard, thread, sweeps_to_take);
     if (made) {
       count_caches(+1);
       caches_in_shard_[shard].add(1);
@@ -546,17 +556,22 @@ void size_class_engine<Policy>::reclaim_idle_caches() noexcept {
     const std::unique_lock one_reclaim(reclaim_mutex_, std::try_to_lock);
     if (!one_reclaim.owns_lock()) return;
     // Runs under the registry's lock, one sweep at a time, so the sweep marks are ours to write.
+    const std::uint64_t swept_at = steady_nanoseconds();
     thread_caches_.reclaim(
         [&](size_class_cache& cache) {
           // Allocations count too, so a thread that runs from its cache alone is not idle.
-          std::uint64_t now = cache.slow_paths.get();
+          std::uint64_t activity = cache.slow_paths.get();
           for (unsigned index = 0; index < stack_count_; ++index)
-            now += cache.stacks[index].allocations.get();
-          const bool idle = now == cache.activity_at_last_sweep;
-          cache.activity_at_last_sweep = now;
-          return idle && &cache != mine;
+            activity += cache.stacks[index].allocations.get();
+          const bool idle = activity == cache.activity_at_last_sweep;
+          cache.activity_at_last_sweep = activity;
+          cache.idle_sweeps = idle ? cache.idle_sweeps + 1 : 0;
+          return cache.idle_sweeps >= cache.sweeps_to_take && &cache != mine;
         },
-        [&](size_class_cache& cache) { absorb_exiting_cache(cache); });
+        [&](size_class_cache& cache) {
+          idle_grace_.taken(cache.thread, swept_at, cache.sweeps_to_take);
+          absorb_exiting_cache(cache);
+        });
     // Every thread's cache is back, so no thread has used the resource for a cache_idle_time:
     // what max_retained kept for its next burst goes back down to idle_retained. A sweep by a
     // thread with a cache of its own never gets here (it keeps its cache).

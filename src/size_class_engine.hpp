@@ -21,6 +21,7 @@
 #include "pmrkit/size_class_resource.hpp"
 #include "size_class_cache.hpp"
 #include "size_class_empty_chunks.hpp"
+#include "size_class_idle_grace.hpp"
 #include "size_class_large_blocks.hpp"
 #include "size_class_policy.hpp"
 #include "size_class_store.hpp"
@@ -314,6 +315,7 @@ class size_class_engine {
   // a sweep's caches already taken and their chunks not yet empty (and leave those chunks held
   // once the sweep ends), and stats() could count the blocks neither in a cache nor in a store.
   mutable typename traits::mutex reclaim_mutex_;
+  idle_grace idle_grace_;  // guarded by reclaim_mutex_: whose caches the sweeps took lately
   // Declared last: the destructor stops it before anything else goes.
   [[no_unique_address]] std::conditional_t<per_thread_caches, idle_sweeper, nothing> sweeper_;
 };

@@ -4,6 +4,7 @@
 // thread_cache, a busy thread takes the share of threads that went idle, the caches of
 // threads that stay idle go back without trim(), and so do the empty chunks of a resource
 // whose threads are all idle, down to idle_retained.
+#include <atomic>
 #include <barrier>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -415,6 +416,48 @@ TEST_CASE("size_class: the sweeper thread leaves a thread that runs from its cac
   // The parked thread's cache went back.
   CHECK(cached_after == cached_before);
   CHECK(caches == 1);
+}
+
+TEST_CASE("size_class: a thread back soon after its cache was taken keeps its next one longer",
+          "[size_class][threads]") {
+  // A worker that pauses between bursts (it reads what it built, or waits on a socket) is idle
+  // to the sweeps. Once it has come back soon after a sweep took its cache, its next caches
+  // wait for twice as many idle sweeps, up to eight (size_class_idle_grace.hpp). The sweeps
+  // come from this thread's slow paths, at most one a cache_idle_time (10 ms; no sweeper
+  // thread), so a pause shorter than 40 ms sees at most three, the first of which still sees
+  // the burst: they take a cache that waits for one or two idle sweeps, never one that waits
+  // for four. Without the grace, every pause lost the cache.
+  size_class_options options;
+  options.cache_idle_time = std::chrono::milliseconds(10);
+  options.sweeper_thread = false;
+  size_class_resource pool(options);
+  constexpr int pauses = 16;
+  constexpr auto short_pause = std::chrono::milliseconds(40);
+  std::vector<std::chrono::steady_clock::duration> paused;
+  std::vector<bool> kept;  // after each pause: whether the worker still had its cache
+  std::atomic<bool> done{false};
+  std::thread worker([&] {
+    for (int i = 0; i < pauses; ++i) {
+      burst_of_4k_blocks(pool);
+      const auto start = std::chrono::steady_clock::now();
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+      paused.push_back(std::chrono::steady_clock::now() - start);
+      kept.push_back(pool.stats().thread_cached_bytes.size() == 2);
+    }
+    done.store(true);
+  });
+  while (!done.load()) burst_of_4k_blocks(pool);
+  worker.join();
+  int short_pauses = 0;
+  int lost = 0;
+  for (int i = 0; i < pauses; ++i) {
+    if (paused[i] >= short_pause) continue;  // a loaded machine's oversleep: not counted
+    ++short_pauses;
+    if (!kept[i]) ++lost;
+  }
+  INFO(short_pauses << " pauses under 40 ms, the cache lost in " << lost);
+  REQUIRE(short_pauses >= pauses / 2);
+  CHECK(lost <= 2);
 }
 
 TEST_CASE("size_class: an idle resource keeps idle_retained of its empty chunks",
