@@ -43,9 +43,10 @@ static_assert(every_layout_is_lean());
 constexpr std::size_t refill_bytes = 32 * 1024;
 constexpr std::size_t max_batch = 64;
 // A refill of whole chunks takes at most this many bytes of them and 8 chunks (a 512 KiB one
-// alone), under one lock of the empty chunks: a request arena over this resource takes a chunk for every refill of its
-// own, and sixteen threads' arenas that took them one at a time ran at half the speed of the
-// class path (docs/size_class_containers.md, "Whole chunks for request arenas").
+// alone), under one lock of the empty chunks: a request arena over this resource takes a chunk
+// for every refill of its own, and sixteen threads' arenas that took them one at a time ran at
+// half the speed of the class path (docs/size_class_containers.md, "Whole chunks for request
+// arenas").
 constexpr std::size_t whole_refill_bytes = 256 * 1024;
 constexpr std::size_t max_whole_batch = 8;
 // A refill touches the first this many blocks it hands out (refill, below).
@@ -67,7 +68,9 @@ constexpr std::size_t guaranteed_cache_bytes = 16 * 1024;
 // paths and claims the sweep when the time has passed, and the sweeper thread (below) claims
 // one when no thread has. So a parked thread's cache goes back within two sweeps of its last
 // call (trim() takes it in any case). A thread the scheduler keeps waiting that long loses its
-// cache too, and refills it in a few dozen slow paths. A sweep that takes nothing costs a walk
+// cache too, and refills it in a few dozen slow paths. A thread that makes a cache again soon
+// after a sweep took its last one was not parked, and its next cache waits for more idle sweeps
+// (size_class_idle_grace.hpp). A sweep that takes nothing costs a walk
 // of the caches under the registry's lock; one that takes caches, a process-wide barrier.
 constexpr std::uint64_t sweep_check_interval = 64;
 // Scavenging (tcmalloc's name): a cache looks every scavenge_check_interval slow paths, and once

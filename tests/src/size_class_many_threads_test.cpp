@@ -2,8 +2,9 @@
 // parked threads, the caches of a resource share max_cached_total (and one over its share
 // shrinks to it at its next slow path), whose default leaves sixteen threads their whole
 // thread_cache, a busy thread takes the share of threads that went idle, the caches of
-// threads that stay idle go back without trim(), and so do the empty chunks of a resource
-// whose threads are all idle, down to idle_retained.
+// threads that stay idle go back without trim() (those of threads that pause and come back
+// soon, after more idle sweeps), and so do the empty chunks of a resource whose threads are
+// all idle, down to idle_retained.
 #include <atomic>
 #include <barrier>
 #include <catch2/catch.hpp>
@@ -286,7 +287,8 @@ TEST_CASE("size_class: a busy thread takes the share of threads that went idle",
   CHECK(upstream.stats().bytes_in_use == 0);
 }
 
-TEST_CASE("size_class: the caches of idle threads go back without trim()", "[size_class][threads]") {
+TEST_CASE("size_class: the caches of idle threads go back without trim()",
+          "[size_class][threads]") {
   // Issue 15's pool: 64 threads churn, free everything and park. While one thread still works,
   // the parked threads' caches are taken once idle, and with them the chunks they pinned.
   constexpr unsigned threads = 64;
