@@ -70,8 +70,8 @@ constexpr std::size_t guaranteed_cache_bytes = 16 * 1024;
 // call (trim() takes it in any case). A thread the scheduler keeps waiting that long loses its
 // cache too, and refills it in a few dozen slow paths. A thread that makes a cache again soon
 // after a sweep took its last one was not parked, and its next cache waits for more idle sweeps
-// (size_class_idle_grace.hpp). A sweep that takes nothing costs a walk
-// of the caches under the registry's lock; one that takes caches, a process-wide barrier.
+// (size_class_idle_grace.hpp). A sweep that takes nothing costs a walk of the caches under the
+// registry's lock; one that takes caches, a process-wide barrier.
 constexpr std::uint64_t sweep_check_interval = 64;
 // Scavenging (tcmalloc's name): a cache looks every scavenge_check_interval slow paths, and once
 // its thread has made scavenge_allocations allocations since the last time, each class the
@@ -568,7 +568,8 @@ void size_class_engine<Policy>::reclaim_idle_caches() noexcept {
             activity += cache.stacks[index].allocations.get();
           const bool idle = activity == cache.activity_at_last_sweep;
           cache.activity_at_last_sweep = activity;
-          cache.idle_sweeps = idle ? cache.idle_sweeps + 1 : 0;
+          const int idle_sweeps = idle ? std::min(cache.idle_sweeps + 1, 255) : 0;
+          cache.idle_sweeps = static_cast<std::uint8_t>(idle_sweeps);
           return cache.idle_sweeps >= cache.sweeps_to_take && &cache != mine;
         },
         [&](size_class_cache& cache) {

@@ -429,33 +429,43 @@ TEST_CASE("size_class: a thread back soon after its cache was taken keeps its ne
   // thread), so a pause shorter than 40 ms sees at most three, the first of which still sees
   // the burst: they take a cache that waits for one or two idle sweeps, never one that waits
   // for four. Without the grace, every pause lost the cache.
+  // A machine too loaded to keep the pauses short gets another try (a pause past 160 ms, 16
+  // cache_idle_times, also starts the worker's grace over).
   size_class_options options;
   options.cache_idle_time = std::chrono::milliseconds(10);
   options.sweeper_thread = false;
-  size_class_resource pool(options);
   constexpr int pauses = 16;
   constexpr auto short_pause = std::chrono::milliseconds(40);
-  std::vector<std::chrono::steady_clock::duration> paused;
-  std::vector<bool> kept;  // after each pause: whether the worker still had its cache
-  std::atomic<bool> done{false};
-  std::thread worker([&] {
-    for (int i = 0; i < pauses; ++i) {
-      burst_of_4k_blocks(pool);
-      const auto start = std::chrono::steady_clock::now();
-      std::this_thread::sleep_for(std::chrono::milliseconds(25));
-      paused.push_back(std::chrono::steady_clock::now() - start);
-      kept.push_back(pool.stats().thread_cached_bytes.size() == 2);
-    }
-    done.store(true);
-  });
-  while (!done.load()) burst_of_4k_blocks(pool);
-  worker.join();
+  constexpr auto long_pause = std::chrono::milliseconds(160);
   int short_pauses = 0;
   int lost = 0;
-  for (int i = 0; i < pauses; ++i) {
-    if (paused[i] >= short_pause) continue;  // a loaded machine's oversleep: not counted
-    ++short_pauses;
-    if (!kept[i]) ++lost;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    size_class_resource pool(options);
+    std::vector<std::chrono::steady_clock::duration> paused;
+    std::vector<bool> kept;  // after each pause: whether the worker still had its cache
+    std::atomic<bool> done{false};
+    std::thread worker([&] {
+      for (int i = 0; i < pauses; ++i) {
+        burst_of_4k_blocks(pool);
+        const auto start = std::chrono::steady_clock::now();
+        std::this_thread::sleep_for(std::chrono::milliseconds(25));
+        paused.push_back(std::chrono::steady_clock::now() - start);
+        kept.push_back(pool.stats().thread_cached_bytes.size() == 2);
+      }
+      done.store(true);
+    });
+    while (!done.load()) burst_of_4k_blocks(pool);
+    worker.join();
+    short_pauses = 0;
+    lost = 0;
+    bool overslept = false;
+    for (int i = 0; i < pauses; ++i) {
+      overslept = overslept || paused[i] >= long_pause;
+      if (paused[i] >= short_pause) continue;  // more than three sweeps: not counted
+      ++short_pauses;
+      if (!kept[i]) ++lost;
+    }
+    if (short_pauses >= pauses / 2 && !overslept) break;
   }
   INFO(short_pauses << " pauses under 40 ms, the cache lost in " << lost);
   REQUIRE(short_pauses >= pauses / 2);
