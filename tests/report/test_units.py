@@ -671,6 +671,16 @@ class TieVerdicts(unittest.TestCase):
         self.assertTrue(lines[1].startswith("fewest heap B/op: no single row"), lines)
         self.assertIn("1 run each", tables.caption(table))
 
+    def test_caption_names_a_reference_only_where_there_is_one(self):
+        with_limit = analyzed_table({"InsertSingle/new_delete/fresh": [20, 21, 22],
+                                     "InsertSingle/limit": [5, 6, 7]})
+        self.assertIn("baseline new_delete/fresh, reference limit, 3 runs each",
+                      tables.caption(with_limit))
+        without = analyzed_table({"ContainerMap/build/new_delete/fresh": [20, 21, 22],
+                                  "ContainerMap/build/size_class/pooled": [15, 16, 17]})
+        self.assertNotIn("reference", tables.caption(without))
+        self.assertIn("baseline new_delete/fresh, 3 runs each", tables.caption(without))
+
     def test_checked_is_never_crowned(self):
         doc = load_fixture()
         for entry in doc["benchmarks"]:  # a noise burst that makes the debugging strategy look best
