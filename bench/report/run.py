@@ -45,11 +45,10 @@ from progress import Progress  # noqa: E402
 # Budget (2 cores): ~690 rows by default (108 of them the container rows on every core), each
 # repetition in a process of its own, plus one counting process per row and the idle runs:
 # ~5,000 processes. A process costs about 1.5 * min_time (Google Benchmark's iteration-count
-# search, whose last step is the measured run) plus start-up: about 55-60 minutes for the
-# default run (estimated from the rows added; measured before them: 45-50). --quick measured
-# 11 min 20 s from a clean clone with these rows, about 4 of them the build (`./run.sh bench
-# --quick`, one run). The container ops in one process add under a minute (41 rounds, 10
-# processes of 3 subjects: 43 s).
+# search, whose last step is the measured run) plus start-up. Measured with these rows from a
+# clean clone, one run each, about 4 minutes of it the build: `./run.sh bench` 44 min 22 s
+# (5,151 benchmark runs in 40 min 55 s), `--quick` 11 min 20 s. The container ops in one
+# process add under a minute (41 rounds, 10 processes of 3 subjects: 43 s).
 # The two-sided U test can reach p < 0.05 from 4+4 repetitions (smallest p 2/70 = 0.029); 5+5
 # (smallest p 0.008) still do with one pair out of order (p 0.016), where 4+4 would not (0.057).
 DEFAULT_REPETITIONS = 5
