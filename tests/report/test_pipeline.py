@@ -263,12 +263,14 @@ def check_files(out, strategy, titles, preloads, memory, stdout=""):
     check(all(float(r["ns_per_op_median"]) > 0 for r in records), "CSV row without a time")
     check({r["heap_state"] for r in records} == {"warm"}, "CSV rows not all in the warm state")
     # The threaded container rows take no idle run (runner.idle_jobs); every other baseline does.
-    baselines = [r for r in records if r["role"] == "baseline"
-                 and not (r["threads"] != "1" and r["workload"].startswith("Container"))]
+    def threaded_container(r):
+        return r["threads"] != "1" and r["workload"].startswith("Container")
+
+    all_baselines = [r for r in records if r["role"] == "baseline"]
+    baselines = [r for r in all_baselines if not threaded_container(r)]
     check(baselines and all(float(r["idle_ns_per_op_median"]) > 0 for r in baselines),
           "a baseline row without its idle time in the CSV")
-    threaded_baselines = [r for r in records if r["role"] == "baseline" and r["threads"] != "1"
-                          and r["workload"].startswith("Container")]
+    threaded_baselines = [r for r in all_baselines if threaded_container(r)]
     has_containers = any(r["workload"].startswith("Container") for r in records)
     check(threaded_baselines or not has_containers,
           "no baseline row for the container rows on every core")
