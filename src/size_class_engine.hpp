@@ -239,9 +239,9 @@ class size_class_engine {
   std::byte* new_chunk(std::size_t chunk_bytes);
   // About to take `bytes` more from upstream: if that would raise the most this resource has
   // ever held, kept empty chunks go back first, as many bytes, largest first (a new chunk is
-  // asked for only when none of its size is kept, so those are of other sizes). So the high-water mark grows with what is live, not with empty chunks
-  // of sizes the work has moved away from; below it they stay, for the classes that may need
-  // them again.
+  // asked for only when none of its size is kept, so those are of other sizes). So the
+  // high-water mark grows with what is live, not with empty chunks of sizes the work has moved
+  // away from; below it they stay, for the classes that may need them again.
   void make_room_for(std::size_t bytes) noexcept;
   // Keeps each chunk of the chain among the empty chunks, within max_retained, or frees it.
   void retire_chunks(chunk_header* chain) noexcept;
