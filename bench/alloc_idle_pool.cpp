@@ -42,8 +42,10 @@ const burst_script& script() {
     std::mt19937 rng(20261201);
     std::uniform_int_distribution<std::uint32_t> size(8, 4096);
     std::uniform_int_distribution<std::uint32_t> slot(0, live_per_worker - 1);
-    for (std::size_t i = 0; i < live_per_worker * workers; ++i) out.initial_sizes.push_back(size(rng));
-    for (std::size_t i = 0; i < replacements * workers; ++i) out.steps.push_back({slot(rng), size(rng)});
+    for (std::size_t i = 0; i < live_per_worker * workers; ++i)
+      out.initial_sizes.push_back(size(rng));
+    for (std::size_t i = 0; i < replacements * workers; ++i)
+      out.steps.push_back({slot(rng), size(rng)});
     return out;
   }();
   return s;

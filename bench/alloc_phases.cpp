@@ -69,7 +69,8 @@ void alloc_phases(benchmark::State& state, const std::string& spec) {
     std::vector<void*> grown(plan.grow_sizes.size());
     std::vector<void*> remixed(plan.remix_sizes.size());
     pass.loop(st, [&] {
-      for (std::size_t i = 0; i < grown.size(); ++i) grown[i] = r->allocate(plan.grow_sizes[i], alignment);
+      for (std::size_t i = 0; i < grown.size(); ++i)
+        grown[i] = r->allocate(plan.grow_sizes[i], alignment);
       benchmark::DoNotOptimize(grown.data());
       pass.mark_phase("grow");
       for (std::uint32_t i : plan.free_order) {
@@ -77,12 +78,14 @@ void alloc_phases(benchmark::State& state, const std::string& spec) {
         grown[i] = nullptr;
       }
       pass.mark_phase("free90");
-      for (std::size_t i = 0; i < remixed.size(); ++i) remixed[i] = r->allocate(plan.remix_sizes[i], alignment);
+      for (std::size_t i = 0; i < remixed.size(); ++i)
+        remixed[i] = r->allocate(plan.remix_sizes[i], alignment);
       benchmark::DoNotOptimize(remixed.data());
       pass.mark_phase("remix");
       for (std::size_t i = 0; i < grown.size(); ++i)
         if (grown[i]) r->deallocate(grown[i], plan.grow_sizes[i], alignment);
-      for (std::size_t i = 0; i < remixed.size(); ++i) r->deallocate(remixed[i], plan.remix_sizes[i], alignment);
+      for (std::size_t i = 0; i < remixed.size(); ++i)
+        r->deallocate(remixed[i], plan.remix_sizes[i], alignment);
       s.recycle_if_needed();  // every block is freed: a monotonic strategy may reset
     });
   });

@@ -321,9 +321,12 @@ void run_row(benchmark::State& state, const std::string& key,
     body(state, timed);
   }
   if (!first_thread) return;
-  const benchmark::IterationCount iterations = std::max<benchmark::IterationCount>(state.iterations(), 1);
+  const benchmark::IterationCount iterations =
+      std::max<benchmark::IterationCount>(state.iterations(), 1);
   {
-    row_pass counting(memory, std::max<benchmark::IterationCount>(std::min<benchmark::IterationCount>(iterations, 4), iterations / 8));
+    row_pass counting(memory,
+                      std::max<benchmark::IterationCount>(
+                          std::min<benchmark::IterationCount>(iterations, 4), iterations / 8));
     body(state, counting);
   }
   memory.report(state);

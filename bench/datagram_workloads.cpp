@@ -149,13 +149,16 @@ class udp_blaster {
 };
 
 dg::udp_socket_options socket_options() {
-  return {.address = "127.0.0.1", .port = 0, .receive_buffer_size = kernel_buffer, .max_batch = recv_batch};
+  return {.address = "127.0.0.1",
+          .port = 0,
+          .receive_buffer_size = kernel_buffer,
+          .max_batch = recv_batch};
 }
 
 // fresh and limit: udp_socket, the layer under udp_receiver, with the variant's buffers.
 template <class Arm, class Release>
-bool drain_socket(dg::udp_socket& socket, std::array<dg::receive_slot, recv_batch>& slots, sink& out,
-                  std::size_t count, Arm&& arm, Release&& release) {
+bool drain_socket(dg::udp_socket& socket, std::array<dg::receive_slot, recv_batch>& slots,
+                  sink& out, std::size_t count, Arm&& arm, Release&& release) {
   const std::size_t target = out.messages + count;
   while (out.messages < target) {
     for (std::size_t i = 0; i < recv_batch; ++i) arm(i);
@@ -205,9 +208,11 @@ void datagram_fresh(benchmark::State& state, const std::string& spec) {
 void datagram_pooled(benchmark::State& state, const std::string& spec) {
   run_row(state, spec, [&](benchmark::State& st, row_pass& pass) {
     strategy_under_test strategy(spec, pass);
-    dg::udp_receiver receiver(
-        {.port = 0, .max_datagram_size = max_datagram, .receive_buffer_size = kernel_buffer, .batch_size = recv_batch},
-        strategy.resource());
+    dg::udp_receiver receiver({.port = 0,
+                               .max_datagram_size = max_datagram,
+                               .receive_buffer_size = kernel_buffer,
+                               .batch_size = recv_batch},
+                              strategy.resource());
     udp_blaster sender(receiver.local_port());
     sink out;
     auto handler = [&](dg::datagram& d) { out.take(d.bytes()); };
@@ -235,7 +240,8 @@ void datagram_limit(benchmark::State& state) {
     dg::udp_socket socket(socket_options());
     udp_blaster sender(socket.local_port());
     std::array<dg::receive_slot, recv_batch> slots;
-    for (std::size_t i = 0; i < recv_batch; ++i) slots[i].buffer = {storage + i * stride, max_datagram};
+    for (std::size_t i = 0; i < recv_batch; ++i)
+      slots[i].buffer = {storage + i * stride, max_datagram};
     sink out;
     auto drain = [&](std::size_t n) {
       return drain_socket(socket, slots, out, n, [](std::size_t) {}, [](std::size_t) {});
@@ -301,7 +307,8 @@ class tcp_pair {
     at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t length = sizeof at;
     if (listener < 0 || ::bind(listener, reinterpret_cast<sockaddr*>(&at), sizeof at) != 0 ||
-        ::listen(listener, 1) != 0 || ::getsockname(listener, reinterpret_cast<sockaddr*>(&at), &length) != 0)
+        ::listen(listener, 1) != 0 ||
+        ::getsockname(listener, reinterpret_cast<sockaddr*>(&at), &length) != 0)
       throw std::runtime_error("tcp_pair: cannot listen");
     writer_ = std::make_unique<tcp_writer>(ntohs(at.sin_port));
     fd_ = ::accept4(listener, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -321,15 +328,16 @@ class tcp_pair {
 
 // fresh and limit: wait (poll), read into a reused read buffer, frame, copy each frame out.
 template <class OnFrame>
-bool drain_stream(tcp_pair& pair, std::span<std::byte> read_buffer, dg::syslog_framer& framer, sink& out,
-                  std::size_t count, OnFrame&& on_frame) {
+bool drain_stream(tcp_pair& pair, std::span<std::byte> read_buffer, dg::syslog_framer& framer,
+                  sink& out, std::size_t count, OnFrame&& on_frame) {
   const std::size_t target = out.messages + count;
   while (out.messages < target) {
     pollfd p{pair.fd(), POLLIN, 0};
     if (::poll(&p, 1, static_cast<int>(round_timeout.count())) <= 0) return false;
     const ssize_t got = ::read(pair.fd(), read_buffer.data(), read_buffer.size());
     if (got <= 0) return false;
-    if (framer.feed(read_buffer.first(static_cast<std::size_t>(got)), on_frame) != dg::framing_error::none)
+    if (framer.feed(read_buffer.first(static_cast<std::size_t>(got)), on_frame) !=
+        dg::framing_error::none)
       return false;
   }
   return true;
@@ -368,8 +376,9 @@ void tcp_fresh(benchmark::State& state, const std::string& spec) {
 void tcp_pooled(benchmark::State& state, const std::string& spec) {
   run_row(state, spec, [&](benchmark::State& st, row_pass& pass) {
     strategy_under_test strategy(spec, pass);
-    dg::tcp_receiver receiver({.port = 0, .max_frame_size = max_datagram, .read_buffer_size = read_buffer_size},
-                              strategy.resource());
+    dg::tcp_receiver receiver(
+        {.port = 0, .max_frame_size = max_datagram, .read_buffer_size = read_buffer_size},
+        strategy.resource());
     tcp_writer writer(receiver.local_port());
     sink out;
     auto handler = [&](dg::tcp_frame& f) { out.take(f.bytes()); };
@@ -403,11 +412,14 @@ void tcp_limit(benchmark::State& state) {
       std::memcpy(frame_storage, frame.data(), frame.size());  // the same copy as the others
       out.take({frame_storage, frame.size()});
     };
-    auto drain = [&](std::size_t n) { return drain_stream(pair, read_storage, framer, out, n, on_frame); };
+    auto drain = [&](std::size_t n) {
+      return drain_stream(pair, read_storage, framer, out, n, on_frame);
+    };
     pair.writer().send(1);
     drain(1);
     run_rounds(st, pass, [&](std::size_t n) { pair.writer().send(n); }, drain);
-    pass.hold_static(sizeof read_storage + sizeof frame_storage, sizeof read_storage + sizeof frame_storage);
+    pass.hold_static(sizeof read_storage + sizeof frame_storage,
+                     sizeof read_storage + sizeof frame_storage);
   });
   report(state, tcp_frame_bytes());
 }
@@ -416,15 +428,19 @@ void tcp_limit(benchmark::State& state) {
 
 void register_datagram_workloads() {
   for (const std::string& spec : strategy_specs()) {
-    benchmark::RegisterBenchmark(("DatagramNoFormatting/" + spec + "/fresh").c_str(), datagram_fresh, spec)
+    benchmark::RegisterBenchmark(("DatagramNoFormatting/" + spec + "/fresh").c_str(),
+                                 datagram_fresh, spec)
         ->UseManualTime();
-    benchmark::RegisterBenchmark(("DatagramNoFormatting/" + spec + "/pooled").c_str(), datagram_pooled, spec)
+    benchmark::RegisterBenchmark(("DatagramNoFormatting/" + spec + "/pooled").c_str(),
+                                 datagram_pooled, spec)
         ->UseManualTime();
   }
   benchmark::RegisterBenchmark("DatagramNoFormatting/limit", datagram_limit)->UseManualTime();
   for (const std::string& spec : strategy_specs()) {
-    benchmark::RegisterBenchmark(("TCPNoFormatting/" + spec + "/fresh").c_str(), tcp_fresh, spec)->UseManualTime();
-    benchmark::RegisterBenchmark(("TCPNoFormatting/" + spec + "/pooled").c_str(), tcp_pooled, spec)->UseManualTime();
+    benchmark::RegisterBenchmark(("TCPNoFormatting/" + spec + "/fresh").c_str(), tcp_fresh, spec)
+        ->UseManualTime();
+    benchmark::RegisterBenchmark(("TCPNoFormatting/" + spec + "/pooled").c_str(), tcp_pooled, spec)
+        ->UseManualTime();
   }
   benchmark::RegisterBenchmark("TCPNoFormatting/limit", tcp_limit)->UseManualTime();
 }

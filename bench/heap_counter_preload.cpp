@@ -66,7 +66,8 @@ slot* claim_slot() noexcept {
     bool expected = false;
     if (!s.taken.load(std::memory_order_relaxed) &&
         s.taken.compare_exchange_strong(expected, true, std::memory_order_acquire)) {
-      pthread_once(&exit_key_once, [] { exit_key_ready = pthread_key_create(&exit_key, retire_slot) == 0; });
+      pthread_once(&exit_key_once,
+                   [] { exit_key_ready = pthread_key_create(&exit_key, retire_slot) == 0; });
       if (!exit_key_ready || pthread_setspecific(exit_key, &s) != 0) {
         s.taken.store(false);
         return &overflow;
@@ -206,7 +207,9 @@ void* realloc(void* p, std::size_t bytes) {
   return counter::next()->realloc(p, bytes);
 }
 
-void* memalign(std::size_t alignment, std::size_t bytes) { return counted_aligned(alignment, bytes); }
+void* memalign(std::size_t alignment, std::size_t bytes) {
+  return counted_aligned(alignment, bytes);
+}
 void* aligned_alloc(std::size_t alignment, std::size_t bytes) {
   return counted_aligned(alignment, bytes);
 }

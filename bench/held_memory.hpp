@@ -4,9 +4,10 @@
 // a process allocator are measured by that allocator's own statistics or by the kernel:
 //   mallinfo2       glibc malloc: arena + hblkhd (bytes glibc holds from the OS), less what the
 //                   process had in use when the row started; exact at each sample, sampled
-//   jemalloc_stats  preloaded jemalloc: stats.resident, less what was allocated at the start; sampled
-//   tcmalloc_stats  preloaded tcmalloc: generic.heap_size - tcmalloc.pageheap_unmapped_bytes, less
-//                   generic.current_allocated_bytes at the start; sampled
+//   jemalloc_stats  preloaded jemalloc: stats.resident, less what was allocated at the
+//                   start; sampled
+//   tcmalloc_stats  preloaded tcmalloc: generic.heap_size - tcmalloc.pageheap_unmapped_bytes,
+//                   less generic.current_allocated_bytes at the start; sampled
 //   mimalloc_resident  mimalloc (private or preloaded): resident pages (mincore) of the mimalloc
 //                   segments the row's blocks live in; sampled. Not mimalloc's committed bytes:
 //                   Debian's build commits a whole 32 MiB segment that is mostly never touched

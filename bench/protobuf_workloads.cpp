@@ -104,8 +104,10 @@ class batch_sender {
   void flush() {
     std::size_t at = 0;
     while (at < queued_) {
-      const int n = ::sendmmsg(fd_, headers_.data() + at, static_cast<unsigned>(queued_ - at), MSG_DONTWAIT);
-      at += n > 0 ? static_cast<std::size_t>(n) : 1;  // a refused datagram is skipped, as span_sender does
+      const int n =
+          ::sendmmsg(fd_, headers_.data() + at, static_cast<unsigned>(queued_ - at), MSG_DONTWAIT);
+      // A refused datagram is skipped, as span_sender does.
+      at += n > 0 ? static_cast<std::size_t>(n) : 1;
     }
     queued_ = 0;
   }
@@ -192,15 +194,19 @@ void serialization_limit(benchmark::State& state, bool with_metrics) {
 
 void register_protobuf_workloads() {
   for (const bool with_metrics : {true, false}) {
-    const std::string workload = with_metrics ? "Serialization/with_metrics/" : "Serialization/no_metrics/";
+    const std::string workload =
+        with_metrics ? "Serialization/with_metrics/" : "Serialization/no_metrics/";
     for (const std::string& spec : strategy_specs()) {
       // Real time: sendmmsg can wait, and the throughput column should agree with time/op.
-      benchmark::RegisterBenchmark((workload + spec + "/fresh").c_str(), serialization_fresh, spec, with_metrics)
+      benchmark::RegisterBenchmark((workload + spec + "/fresh").c_str(), serialization_fresh, spec,
+                                   with_metrics)
           ->UseRealTime();
-      benchmark::RegisterBenchmark((workload + spec + "/pooled").c_str(), serialization_pooled, spec, with_metrics)
+      benchmark::RegisterBenchmark((workload + spec + "/pooled").c_str(), serialization_pooled,
+                                   spec, with_metrics)
           ->UseRealTime();
     }
-    benchmark::RegisterBenchmark((workload + "limit").c_str(), serialization_limit, with_metrics)->UseRealTime();
+    benchmark::RegisterBenchmark((workload + "limit").c_str(), serialization_limit, with_metrics)
+        ->UseRealTime();
   }
 }
 

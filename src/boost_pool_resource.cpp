@@ -79,7 +79,9 @@ class trimmable_pool : public boost::pool<upstream_user_allocator> {
  private:
   using chunk = boost::details::PODptr<size_type>;
 
-  static bool below(const void* a, const void* b) noexcept { return std::less<const void*>()(a, b); }
+  static bool below(const void* a, const void* b) noexcept {
+    return std::less<const void*>()(a, b);
+  }
 
   // Insertion sort: a pool has few chunks, since each is larger than the one before.
   void order_chunks() {

@@ -31,7 +31,8 @@ namespace {
 
 using detail::thread_caches;
 
-constexpr std::size_t max_request = static_cast<std::size_t>(std::numeric_limits<std::ptrdiff_t>::max());
+constexpr std::size_t max_request =
+    static_cast<std::size_t>(std::numeric_limits<std::ptrdiff_t>::max());
 constexpr std::size_t max_thread_buffers_per_bucket = 1024;
 // Shared buckets reserve room for this many blocks up front so steady-state returns never
 // allocate bookkeeping; larger bounds grow the list on first use.
@@ -140,7 +141,8 @@ pool_engine::pool_engine(std::pmr::memory_resource* memory, const buffer_pool_op
     : resource(memory), options(opts) {
   if (resource == nullptr) throw_bad_options("the memory resource must not be null");
   if (options.min_capacity == 0) throw_bad_options("min_capacity must be at least 1");
-  if (options.min_capacity > max_request || std::bit_ceil(options.min_capacity) > options.max_capacity) {
+  if (options.min_capacity > max_request ||
+      std::bit_ceil(options.min_capacity) > options.max_capacity) {
     throw_bad_options("min_capacity " + std::to_string(options.min_capacity) +
                       ", rounded up to a power of two, must not exceed max_capacity " +
                       std::to_string(options.max_capacity));
@@ -301,8 +303,9 @@ void pool_engine::give_back(block returned) noexcept {
   const std::size_t b = bucket_for_capacity(returned.capacity);
   bucket_cache* cache = local_cache();
   if (cache != nullptr) {
-    const bool room = cache->count[b] < cache->credits[b] ||
-                      (cache->credits[b] < per_thread_ && take_slot(b) && (++cache->credits[b], true));
+    const bool room =
+        cache->count[b] < cache->credits[b] ||
+        (cache->credits[b] < per_thread_ && take_slot(b) && (++cache->credits[b], true));
     if (room) {
       cache->bucket_blocks(b)[cache->count[b]++] = returned;
       cache->stats.buffers_retained.add(1);

@@ -32,7 +32,8 @@ allocation_stats counting_resource::stats() const noexcept {
   s.deallocations = deallocations_.load(std::memory_order_relaxed);
   s.bytes_in_use = bytes_in_use_.load(std::memory_order_relaxed);
   // A reset may lower the peak just after an allocation raised bytes_in_use; never show less.
-  s.peak_bytes_in_use = std::max(peak_bytes_in_use_.load(std::memory_order_relaxed), s.bytes_in_use);
+  s.peak_bytes_in_use =
+      std::max(peak_bytes_in_use_.load(std::memory_order_relaxed), s.bytes_in_use);
   s.bytes_allocated = bytes_allocated_.load(std::memory_order_relaxed);
   return s;
 }

@@ -52,7 +52,8 @@ recording_resource::recording_resource(std::pmr::memory_resource* wrapped, trace
       sink_(sink),
       options_(opts),
       start_(std::chrono::steady_clock::now()),
-      buffers_(std::make_unique<detail::thread_caches<recording_resource, detail::recording_buffer>>()) {
+      buffers_(
+          std::make_unique<detail::thread_caches<recording_resource, detail::recording_buffer>>()) {
   if (options_.buffer_bytes < 256)
     throw std::invalid_argument("recording_resource: buffer_bytes must be at least 256, got " +
                                 std::to_string(options_.buffer_bytes));
@@ -144,7 +145,8 @@ void recording_resource::finish() {
   if (!sink_error_) {
     try {
       unsigned char end[1 + format::max_varint_bytes];
-      write_bytes(sink_, end, format::put_end(end, events_written_.load(std::memory_order_relaxed)));
+      write_bytes(sink_, end,
+                  format::put_end(end, events_written_.load(std::memory_order_relaxed)));
     } catch (...) {
       sink_error_ = std::current_exception();
     }

@@ -105,7 +105,8 @@ class large_blocks {
     block* const old = slots_;
     const std::size_t capacity = old_capacity == 0 ? first_capacity : old_capacity * 2;
     void* const storage = upstream->allocate(capacity * sizeof(block), alignof(block));
-    slots_ = std::uninitialized_value_construct_n(static_cast<block*>(storage), capacity) - capacity;
+    slots_ =
+        std::uninitialized_value_construct_n(static_cast<block*>(storage), capacity) - capacity;
     capacity_ = capacity;
     for (std::size_t i = 0; i < old_capacity; ++i)
       if (old[i].address != nullptr) place(old[i]);

@@ -15,7 +15,8 @@ namespace pmrkit {
 
 enum class allocation_violation {
   double_free,       // deallocate of a block that was already freed
-  unknown_pointer,   // deallocate of a pointer this resource did not hand out (or one inside a block)
+  unknown_pointer,   // deallocate of a pointer this resource did not hand out (or one inside
+                     // a block)
   wrong_size,        // deallocate with a size other than the one allocated
   wrong_alignment,   // deallocate with an alignment other than the one allocated
   bad_alignment,     // an alignment that is not a power of two

@@ -2,9 +2,9 @@
 //
 // Requests up to max_pooled bytes are rounded up to one of ~66 size classes (8, 16, then steps
 // of 16 up to 128, four classes per power of two up to 2 KiB, eight above; those up to 4 KiB
-// widened to fill their chunks, and 4080 beside 4096) and served from chunks that the resource takes from
-// `upstream`, one chunk per class at a time. Larger requests, and alignments a class cannot
-// provide, go straight to upstream and straight back on free. A request shaped as a chunk (a
+// widened to fill their chunks, and 4080 beside 4096) and served from chunks that the resource
+// takes from `upstream`, one chunk per class at a time. Larger requests, and alignments a class
+// cannot provide, go straight to upstream and straight back on free. A request shaped as a chunk (a
 // power of two from 8 KiB to 512 KiB, aligned to its size: what a pool over this one asks it
 // for) takes a whole chunk, so request arenas over a long-lived size_class share its memory
 // chunk by chunk.

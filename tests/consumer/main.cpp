@@ -19,7 +19,8 @@ int main() {
     {
       auto r = pmrkit::make_resource(s.name, &upstream);
       std::pmr::vector<std::pmr::string> words(r.get());
-      for (int i = 0; i < 100; ++i) words.emplace_back("a string long enough to allocate " + std::to_string(i));
+      for (int i = 0; i < 100; ++i)
+        words.emplace_back("a string long enough to allocate " + std::to_string(i));
       if (words.size() != 100 || words[99].find("99") == std::pmr::string::npos) ++failures;
     }
     if (upstream.stats().bytes_in_use != 0) ++failures;

@@ -65,7 +65,8 @@ void unchanged(const pmrkit::byte_buffer& out, const std::byte (&marker)[3]) {
 }
 
 struct codecs {
-  pmrkit::zstd::compressor compressor{std::pmr::new_delete_resource(), {.level = 1, .window_log = 10}};
+  pmrkit::zstd::compressor compressor{std::pmr::new_delete_resource(),
+                                      {.level = 1, .window_log = 10}};
   pmrkit::zstd::decompressor decompressor{std::pmr::new_delete_resource(),
                                           {.max_output_bytes = max_message, .max_window_log = 20}};
 };
@@ -84,11 +85,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::byte marker[3] = {std::byte{1}, std::byte{2}, std::byte{3}};
     out.append(marker, sizeof marker);
     try {
-      const std::size_t n =
-          pmrkit::bson::unwrap_op_compressed(input, compressor_id_zstd, z.decompressor, out, max_message);
+      const std::size_t n = pmrkit::bson::unwrap_op_compressed(input, compressor_id_zstd,
+                                                               z.decompressor, out, max_message);
       if (out.size() != sizeof marker + n) broken("unwrap returned a size it did not append");
       const auto h = pmrkit::bson::read_op_compressed_header(input, max_message);
-      if (n != 16 + static_cast<std::size_t>(h.uncompressed_size)) broken("unwrap size != 16 + uncompressedSize");
+      if (n != 16 + static_cast<std::size_t>(h.uncompressed_size))
+        broken("unwrap size != 16 + uncompressedSize");
       std::int32_t length, opcode;
       std::memcpy(&length, out.data() + sizeof marker, 4);
       std::memcpy(&opcode, out.data() + sizeof marker + 12, 4);

@@ -58,7 +58,8 @@ void check_size(std::string_view text) {
   std::size_t got = 0;
   std::size_t expected = 0;
   const bool ok = pmrkit::detail::parse_size(text, got);
-  if (ok != reference_size(text, expected)) broken("parse_size accepts what the rules reject, or the reverse");
+  if (ok != reference_size(text, expected))
+    broken("parse_size accepts what the rules reject, or the reverse");
   if (ok && got != expected) broken("parse_size returned the wrong value");
 }
 

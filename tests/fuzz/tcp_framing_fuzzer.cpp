@@ -56,13 +56,15 @@ outcome frame(syslog_framer& framer, std::span<const std::byte> stream, unsigned
     } catch (const std::bad_alloc&) {
       // Documented: the pool failed while a cut frame was assembled (here, a declared count
       // beyond what the bounded upstream grants); the framer is left aborted.
-      if (framer.error() != framing_error::aborted) broken("a failed allocation did not abort the framer");
+      if (framer.error() != framing_error::aborted)
+        broken("a failed allocation did not abort the framer");
       e = framing_error::aborted;
     }
     at += chunk;
     if (e != framing_error::none) {
       if (out.error == framing_error::none) out.error = e;
-      if (framer.feed(stream.subspan(at), on_frame) != e) broken("a failed framer changed its error");
+      if (framer.feed(stream.subspan(at), on_frame) != e)
+        broken("a failed framer changed its error");
       if (framer.error() != e) broken("error() disagrees with feed()");
       break;
     }
@@ -74,7 +76,8 @@ outcome frame(syslog_framer& framer, std::span<const std::byte> stream, unsigned
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size < 2) return 0;
-  static constexpr framing modes[] = {framing::automatic, framing::octet_counting, framing::newline};
+  static constexpr framing modes[] = {framing::automatic, framing::octet_counting,
+                                      framing::newline};
   static constexpr std::size_t limits[] = {1, 2, 5, 16, 100, 1000, 64 * 1024, 1 << 30};
   framer_options options;
   options.mode = modes[(data[0] & 0x0F) % 3];

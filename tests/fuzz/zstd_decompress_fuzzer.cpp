@@ -23,7 +23,8 @@ namespace {
 using pmrkit::fuzz::broken;
 
 struct codecs {
-  pmrkit::zstd::compressor compressor{std::pmr::new_delete_resource(), {.level = 1, .window_log = 12}};
+  pmrkit::zstd::compressor compressor{std::pmr::new_delete_resource(),
+                                      {.level = 1, .window_log = 12}};
   pmrkit::zstd::decompressor decompressor{std::pmr::new_delete_resource(),
                                           {.max_output_bytes = 8 << 20, .max_window_log = 20}};
 };
@@ -40,14 +41,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   pmrkit::fuzz::bounded_upstream upstream;
   {
     pmrkit::byte_buffer out = pmrkit::byte_buffer::make_standalone(&upstream, 16);
-    const std::byte marker[5] = {std::byte{9}, std::byte{8}, std::byte{7}, std::byte{6}, std::byte{5}};
+    const std::byte marker[5] = {std::byte{9}, std::byte{8}, std::byte{7}, std::byte{6},
+                                 std::byte{5}};
     out.append(marker, sizeof marker);
     const std::size_t capacity_before = out.capacity();
     try {
       const std::size_t n = z.decompressor.decompress(input, out, limit);
       if (n > limit) broken("decompress appended more than the limit");
       if (out.size() != sizeof marker + n) broken("decompress returned a size it did not append");
-      if (std::memcmp(out.data(), marker, sizeof marker) != 0) broken("decompress overwrote what was there");
+      if (std::memcmp(out.data(), marker, sizeof marker) != 0)
+        broken("decompress overwrote what was there");
       if (out.capacity() > std::max(capacity_before, sizeof marker + n))
         broken("the buffer grew beyond what the output needs");
     } catch (const pmrkit::zstd::error&) {

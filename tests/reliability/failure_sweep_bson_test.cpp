@@ -98,7 +98,8 @@ TEST_CASE("failure sweep: encoding a document; a failed append leaves it unchang
         for (int i = 0; i < 200; ++i) {
           std::string key("k");  // not "k" + to_string(i): GCC 12's -Wrestrict misfires on it
           key += std::to_string(i);
-          if (i % 3 == 0) s.doc->append_utf8(key, std::string(static_cast<std::size_t>(i * 7), 'z'));
+          if (i % 3 == 0)
+            s.doc->append_utf8(key, std::string(static_cast<std::size_t>(i * 7), 'z'));
           else if (i % 3 == 1) s.doc->append_int64(key, i);
           else s.doc->append_document(key, nested[0].bytes());
           s.last_good = pmrkit::test::snapshot(s.doc->bytes());

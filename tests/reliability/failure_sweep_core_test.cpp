@@ -95,8 +95,8 @@ TEST_CASE("failure sweep: catches each kind of mishandling", "[failure_sweep]") 
         throw std::runtime_error("out of luck");
       }
     };
-    CHECK_THAT(sweep_error_of(operation),
-               Contains("step 1") && Contains("out of luck") && Contains("instead of std::bad_alloc"));
+    CHECK_THAT(sweep_error_of(operation), Contains("step 1") && Contains("out of luck") &&
+                                              Contains("instead of std::bad_alloc"));
     // ... unless that is the operation's documented error.
     failure_sweep_options documented;
     documented.also_expected = pmrkit::testing::errors_of_type<std::runtime_error>();
@@ -285,7 +285,9 @@ TEST_CASE("failure sweep: every strategy over a failing upstream", "[failure_swe
     failure_sweep_options options;
     options.sticky = sticky;
     const auto result = failure_sweep(
-        [&](std::pmr::memory_resource& memory) { return pmrkit::make_resource(entry.name, &memory); },
+        [&](std::pmr::memory_resource& memory) {
+          return pmrkit::make_resource(entry.name, &memory);
+        },
         [](auto& r) { container_workload(*r); }, [](auto& r) { strategy_usable(*r); }, options);
     INFO("steps " << result.steps << ", allocations " << result.allocations);
     CHECK(result.surfaced > 0);

@@ -32,13 +32,15 @@ template <class Done, class Step>
 void until(Done done, Step step, const char* what) {
   const auto end = std::chrono::steady_clock::now() + deadline;
   while (!done()) {
-    if (std::chrono::steady_clock::now() > end) throw std::runtime_error(std::string("timed out: ") + what);
+    if (std::chrono::steady_clock::now() > end)
+      throw std::runtime_error(std::string("timed out: ") + what);
     step();
   }
 }
 
 std::string message_text(int i) {
-  return "<13>message " + std::to_string(i) + " " + std::string(static_cast<std::size_t>(i * 53 % 1400), 'a' + i % 26);
+  return "<13>message " + std::to_string(i) + " " +
+         std::string(static_cast<std::size_t>(i * 53 % 1400), 'a' + i % 26);
 }
 
 // 30 messages, octet-counted and newline-delimited in turn.
@@ -155,7 +157,8 @@ void tcp_receive(tcp_subject& s, std::size_t until_count) {
   until([&] { return s.frames.size() >= until_count; },
         [&] {
           s.receiver->poll_once(std::chrono::milliseconds(100), [&](dg::tcp_frame& f) {
-            s.frames.emplace_back(reinterpret_cast<const char*>(f.bytes().data()), f.bytes().size());
+            s.frames.emplace_back(reinterpret_cast<const char*>(f.bytes().data()),
+                                  f.bytes().size());
           });
         },
         "TCP frames");
@@ -187,7 +190,8 @@ TEST_CASE("failure sweep: syslog_framer assembling frames cut across chunks",
   CHECK(result.surfaced >= 3);  // the pool reuses its buffers: a few allocations in all
 }
 
-TEST_CASE("failure sweep: UDP receive batches lose nothing", "[failure_sweep][datagram][concurrent]") {
+TEST_CASE("failure sweep: UDP receive batches lose nothing",
+          "[failure_sweep][datagram][concurrent]") {
   const bool sticky = GENERATE(false, true);
   CAPTURE(sticky);
   failure_sweep_options options;

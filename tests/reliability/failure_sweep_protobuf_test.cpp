@@ -45,7 +45,8 @@ std::vector<std::vector<std::byte>> encoded_spans(int count) {
   pmrkit::buffer_pool pool;
   pb::span_encoder encoder(pool);
   std::vector<std::vector<std::byte>> out;
-  for (int i = 0; i < count; ++i) out.push_back(pmrkit::test::snapshot(encoder.encode(sample_span(i)).span()));
+  for (int i = 0; i < count; ++i)
+    out.push_back(pmrkit::test::snapshot(encoder.encode(sample_span(i)).span()));
   return out;
 }
 
@@ -62,7 +63,8 @@ codec_subject make_codec(std::pmr::memory_resource& memory) {
   o.min_capacity = 64;
   s.pool = std::make_unique<pmrkit::buffer_pool>(&memory, o);
   s.encoder = std::make_unique<pb::span_encoder>(*s.pool);
-  s.parser = std::make_unique<pb::span_parser>(*s.pool, pb::span_parser_options{.initial_arena_block = 1024});
+  s.parser = std::make_unique<pb::span_parser>(
+      *s.pool, pb::span_parser_options{.initial_arena_block = 1024});
   return s;
 }
 
@@ -101,8 +103,10 @@ TEST_CASE("failure sweep: parsing datagrams on pooled arena blocks", "[failure_s
         }
       },
       [&](codec_subject& s) {
-        require(s.parser->stats().parse_errors == 0, "an allocation failure was counted as a parse error");
-        require(s.parser->parse_copy(datagrams[7]) == sample_span(7), "the parser is broken after the failure");
+        require(s.parser->stats().parse_errors == 0,
+                "an allocation failure was counted as a parse error");
+        require(s.parser->parse_copy(datagrams[7]) == sample_span(7),
+                "the parser is broken after the failure");
       });
   CHECK(result.surfaced > 0);
 }
@@ -118,9 +122,11 @@ struct receiver_subject {
 
 receiver_subject make_receiver(std::pmr::memory_resource& memory) {
   receiver_subject s;
-  s.receiver = std::make_unique<pb::span_receiver>(pmrkit::datagram::udp_receiver_options{.batch_size = 4},
-                                                   &memory, pb::span_parser_options{.initial_arena_block = 1024});
-  pb::span_sender sender({.port = s.receiver->local_port(), .batch_size = 8}, std::pmr::new_delete_resource());
+  s.receiver = std::make_unique<pb::span_receiver>(
+      pmrkit::datagram::udp_receiver_options{.batch_size = 4}, &memory,
+      pb::span_parser_options{.initial_arena_block = 1024});
+  pb::span_sender sender({.port = s.receiver->local_port(), .batch_size = 8},
+                         std::pmr::new_delete_resource());
   for (int i = 0; i < receiver_spans; ++i) sender.send(sample_span(i));
   sender.flush();
   return s;
@@ -151,7 +157,8 @@ TEST_CASE("failure sweep: span_receiver loses at most the span whose parse faile
     require(st.parser.parse_errors == 0, "an allocation failure was counted as a parse error");
     int handed_on = 0;
     for (int i = 0; i < receiver_spans; ++i) {
-      require(s.seen[static_cast<std::size_t>(i)] <= 1, "span " + std::to_string(i) + " handed on twice");
+      require(s.seen[static_cast<std::size_t>(i)] <= 1,
+              "span " + std::to_string(i) + " handed on twice");
       handed_on += s.seen[static_cast<std::size_t>(i)];
     }
     // One datagram was being parsed when the allocation failed; udp_receiver documents that
@@ -179,7 +186,9 @@ TEST_CASE("span_receiver statistics add up after an allocation failure while par
     void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override {
       std::pmr::new_delete_resource()->deallocate(p, bytes, alignment);
     }
-    bool do_is_equal(const std::pmr::memory_resource& o) const noexcept override { return this == &o; }
+    bool do_is_equal(const std::pmr::memory_resource& o) const noexcept override {
+      return this == &o;
+    }
   } memory;
   receiver_subject s = make_receiver(memory);
   CHECK_THROWS_AS(receive_all(s), std::bad_alloc);

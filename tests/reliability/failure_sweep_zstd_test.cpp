@@ -131,7 +131,8 @@ TEST_CASE("failure sweep: decompressing, with and without a declared size",
         }
       },
       [&](subject& s) {
-        require(same_bytes(s.o.out.span(), s.o.last_good), "a failed decompress changed the buffer");
+        require(same_bytes(s.o.out.span(), s.o.last_good),
+                "a failed decompress changed the buffer");
         const std::size_t before = s.o.out.size();
         s.d->decompress(frames.back(), s.o.out);
         require(same_bytes(s.o.out.span().subspan(before), payload(200000, 5)),
@@ -156,10 +157,11 @@ TEST_CASE("failure sweep: OP_COMPRESSED wrap and unwrap", "[failure_sweep][zstd]
   };
   const auto result = failure_sweep(
       [](std::pmr::memory_resource& memory) {
-        return subject{std::make_unique<zs::compressor>(std::pmr::new_delete_resource(), small_window),
-                       std::make_unique<zs::decompressor>(&memory),
-                       {byte_buffer(&memory), {}, 0},
-                       {byte_buffer(&memory), {}, 0}};
+        return subject{
+            std::make_unique<zs::compressor>(std::pmr::new_delete_resource(), small_window),
+            std::make_unique<zs::decompressor>(&memory),
+            {byte_buffer(&memory), {}, 0},
+            {byte_buffer(&memory), {}, 0}};
       },
       [&](subject& s) {
         for (int i = 0; i < 3; ++i) {
@@ -175,7 +177,8 @@ TEST_CASE("failure sweep: OP_COMPRESSED wrap and unwrap", "[failure_sweep][zstd]
         }
       },
       [&](subject& s) {
-        require(same_bytes(s.wrapped.out.span(), s.wrapped.last_good), "a failed wrap changed its buffer");
+        require(same_bytes(s.wrapped.out.span(), s.wrapped.last_good),
+                "a failed wrap changed its buffer");
         require(same_bytes(s.unwrapped.out.span(), s.unwrapped.last_good),
                 "a failed unwrap changed its buffer");
         byte_buffer w, u;
@@ -190,7 +193,8 @@ TEST_CASE("failure sweep: OP_COMPRESSED wrap and unwrap", "[failure_sweep][zstd]
 TEST_CASE("failure sweep: compressor_pool acquire, compress, trim", "[failure_sweep][zstd]") {
   const auto result = failure_sweep(
       [](std::pmr::memory_resource& memory) {
-        return std::make_unique<zs::compressor_pool>(&memory, zs::compressor_options{.level = 1, .window_log = 12}, 2);
+        return std::make_unique<zs::compressor_pool>(
+            &memory, zs::compressor_options{.level = 1, .window_log = 12}, 2);
       },
       [](std::unique_ptr<zs::compressor_pool>& pool) {
         byte_buffer out;

@@ -54,7 +54,8 @@ TEST_CASE("syslog_framer holds no more than it has received for a partial frame"
   pmrkit::buffer_pool_options o;
   o.max_capacity = 64 << 20;
   pmrkit::buffer_pool pool(&memory, o);
-  dg::syslog_framer framer(pool, {.mode = dg::framing::octet_counting, .max_frame_size = 64u << 20});
+  dg::syslog_framer framer(pool,
+                           {.mode = dg::framing::octet_counting, .max_frame_size = 64u << 20});
   CHECK(framer.feed(bytes("60000000 abc"), [](std::span<const std::byte>) {}) ==
         dg::framing_error::none);
   INFO("bytes held for a partial frame after receiving 12 bytes: "

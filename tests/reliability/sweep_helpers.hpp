@@ -11,7 +11,9 @@
 
 namespace pmrkit::test {
 
-inline std::vector<std::byte> snapshot(std::span<const std::byte> s) { return {s.begin(), s.end()}; }
+inline std::vector<std::byte> snapshot(std::span<const std::byte> s) {
+  return {s.begin(), s.end()};
+}
 
 inline bool same_bytes(std::span<const std::byte> a, const std::vector<std::byte>& b) {
   return a.size() == b.size() && (b.empty() || std::memcmp(a.data(), b.data(), b.size()) == 0);

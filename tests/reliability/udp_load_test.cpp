@@ -70,7 +70,8 @@ std::optional<sender_report> run_sender(std::uint16_t port, std::uint64_t count,
   std::string text;
   char chunk[256];
   ssize_t got;
-  while ((got = ::read(out[0], chunk, sizeof chunk)) > 0) text.append(chunk, static_cast<std::size_t>(got));
+  while ((got = ::read(out[0], chunk, sizeof chunk)) > 0)
+    text.append(chunk, static_cast<std::size_t>(got));
   ::close(out[0]);
   int status = 0;
   ::waitpid(pid, &status, 0);
@@ -139,7 +140,8 @@ TEST_CASE("UDP load: every datagram sent is delivered, truncated or dropped by t
   std::atomic<std::uint64_t> corrupt{0};
   std::atomic<std::uint64_t> duplicates{0};
   std::atomic<std::uint64_t> probes_seen{0};
-  std::vector<std::uint8_t> seen(static_cast<std::size_t>(std::min<std::uint64_t>(count, 1u << 26)) + 1024);
+  std::vector<std::uint8_t> seen(
+      static_cast<std::size_t>(std::min<std::uint64_t>(count, 1u << 26)) + 1024);
   std::uint64_t probes_sent = 0;
   std::optional<sender_report> report;
   dg::udp_receiver_stats stats;

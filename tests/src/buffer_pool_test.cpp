@@ -285,7 +285,8 @@ TEST_CASE("a pooled buffer grows through its pool and reuses retained blocks",
     const std::vector<std::byte> message(3000, std::byte{0x42});
     const auto encode = [&] {
       auto buffer = pool.acquire();  // starts at 256 and grows like an encoder's output
-      for (std::size_t at = 0; at < message.size(); at += 100) buffer.append(message.data() + at, 100);
+      for (std::size_t at = 0; at < message.size(); at += 100)
+        buffer.append(message.data() + at, 100);
       CHECK(buffer.size() == message.size());
       CHECK(buffer.pool() == &pool);
       CHECK(all_equal(buffer.span(), std::byte{0x42}));
@@ -415,7 +416,8 @@ TEST_CASE("options that cannot work are rejected with what is allowed", "[buffer
   accounting a;
   buffer_pool_options options;
   options.min_capacity = 0;
-  CHECK_THROWS_WITH(buffer_pool(&a.counting, options), Catch::Contains("min_capacity must be at least 1"));
+  CHECK_THROWS_WITH(buffer_pool(&a.counting, options),
+                    Catch::Contains("min_capacity must be at least 1"));
 
   options = {};
   options.min_capacity = 3000;

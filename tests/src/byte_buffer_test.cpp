@@ -24,7 +24,8 @@ using pmrkit::test::ledger_resource;
 
 std::vector<std::byte> pattern(std::size_t count, unsigned seed = 1) {
   std::vector<std::byte> bytes(count);
-  for (std::size_t i = 0; i < count; ++i) bytes[i] = std::byte(static_cast<unsigned char>(seed + i * 7));
+  for (std::size_t i = 0; i < count; ++i)
+    bytes[i] = std::byte(static_cast<unsigned char>(seed + i * 7));
   return bytes;
 }
 

@@ -25,7 +25,8 @@ TEST_CASE("function_ref passes arguments to the lambda and returns its result", 
   CHECK(calls == 2);
 }
 
-TEST_CASE("function_ref refers to the callable, not a copy: it sees the state change", "[function_ref]") {
+TEST_CASE("function_ref refers to the callable, not a copy: it sees the state change",
+          "[function_ref]") {
   struct accumulator {
     int total = 0;
     int operator()(int x) { return total += x; }

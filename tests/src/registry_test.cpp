@@ -287,7 +287,8 @@ TEST_CASE("every option accepts its default, range ends and allowed values, and 
       CHECK((o.min <= fallback && fallback <= o.max));
       REQUIRE_NOTHROW(accepted(s.name + ":" + others_at_min.substr(1)));
       REQUIRE_NOTHROW(accepted(prefix + std::to_string(o.max)));
-      if (o.min > 0) CHECK_THROWS_AS(accepted(prefix + std::to_string(o.min - 1)), std::invalid_argument);
+      if (o.min > 0)
+        CHECK_THROWS_AS(accepted(prefix + std::to_string(o.min - 1)), std::invalid_argument);
       if (o.max < std::numeric_limits<std::size_t>::max())
         CHECK_THROWS_AS(accepted(prefix + std::to_string(o.max + 1)), std::invalid_argument);
     }

@@ -58,7 +58,9 @@ TEMPLATE_TEST_CASE("size_class: every upstream allocation of the large path can 
                    "[size_class][large]", pmrkit::size_class_resource,
                    pmrkit::size_class_unsync_resource) {
   const auto result = pmrkit::testing::failure_sweep(
-      [](std::pmr::memory_resource& memory) { return std::make_unique<TestType>(options(), &memory); },
+      [](std::pmr::memory_resource& memory) {
+        return std::make_unique<TestType>(options(), &memory);
+      },
       [](std::unique_ptr<TestType>& r) { deallocate_large(*r, allocate_large(*r, many)); },
       [](std::unique_ptr<TestType>& r) {
         // Blocks the failed operation had allocated stay live until the resource goes.

@@ -45,13 +45,15 @@ constexpr std::size_t header_bytes = sizeof(block_header);
 
 std::array<span, 2> patterned(std::size_t bytes) {
   constexpr std::size_t edge = 1024;
-  if (bytes <= header_bytes + 2 * edge) return {span{header_bytes, bytes - header_bytes}, span{0, 0}};
+  if (bytes <= header_bytes + 2 * edge)
+    return {span{header_bytes, bytes - header_bytes}, span{0, 0}};
   return {span{header_bytes, edge}, span{bytes - edge, edge}};
 }
 
 class churner {
  public:
-  churner(std::pmr::memory_resource& r, std::uint64_t seed) : r_(r), rng_(seed), seed_(seed << 32) {}
+  churner(std::pmr::memory_resource& r, std::uint64_t seed)
+      : r_(r), rng_(seed), seed_(seed << 32) {}
 
   void* make() {
     const unsigned roll = pick(1000);
@@ -119,7 +121,9 @@ class churner {
   std::size_t damaged() const { return damaged_; }
 
  private:
-  unsigned pick(unsigned below) { return std::uniform_int_distribution<unsigned>(0, below - 1)(rng_); }
+  unsigned pick(unsigned below) {
+    return std::uniform_int_distribution<unsigned>(0, below - 1)(rng_);
+  }
   void free_at(unsigned i) {
     check_and_free(live_[i]);
     live_[i] = live_.back();

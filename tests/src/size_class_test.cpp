@@ -300,7 +300,8 @@ TEMPLATE_TEST_CASE("size_class: alignments up to the class size come from the po
       const auto after = r.stats();
       const int grown = class_that_grew(before, after);
       REQUIRE(grown >= 0);  // pooled: max(bytes, alignment) <= max_pooled here
-      CHECK(after.classes[static_cast<std::size_t>(grown)].block_size >= std::max(bytes, alignment));
+      CHECK(after.classes[static_cast<std::size_t>(grown)].block_size >=
+            std::max(bytes, alignment));
       CHECK(check_pattern(p, bytes, alignment));
       r.deallocate(p, bytes, alignment);
     }
@@ -1078,7 +1079,8 @@ TEST_CASE("size_class: a resource destroyed while another thread caches its bloc
   std::thread worker([&] {
     std::vector<void*> blocks;
     for (int i = 0; i < 200; ++i) blocks.push_back(r->allocate(24 + (i % 4) * 100, 8));
-    for (int i = 0; i < 200; ++i) r->deallocate(blocks[static_cast<std::size_t>(i)], 24 + (i % 4) * 100, 8);
+    for (int i = 0; i < 200; ++i)
+      r->deallocate(blocks[static_cast<std::size_t>(i)], 24 + (i % 4) * 100, 8);
     cached.open();
     destroyed.wait();
     // A new resource, possibly at the old one's address: the stale cache must not serve it.
@@ -1089,7 +1091,8 @@ TEST_CASE("size_class: a resource destroyed while another thread caches its bloc
       fill_pattern(more.back(), 24, static_cast<std::uint64_t>(i));
     }
     for (int i = 0; i < 200; ++i) {
-      reused_ok = reused_ok && check_pattern(more[static_cast<std::size_t>(i)], 24, static_cast<std::uint64_t>(i));
+      reused_ok = reused_ok && check_pattern(more[static_cast<std::size_t>(i)], 24,
+                                             static_cast<std::uint64_t>(i));
       fresh->deallocate(more[static_cast<std::size_t>(i)], 24, 8);
     }
     reused_ok = reused_ok && fresh->stats().classes[2].allocations == 200;
@@ -1114,9 +1117,11 @@ TEST_CASE("size_class: thread exits racing resource destruction", "[size_class][
     for (int t = 0; t < thread_count; ++t) {
       threads.emplace_back([&, t] {
         std::vector<void*> blocks;
-        for (int i = 0; i < 300; ++i) blocks.push_back(r->allocate(8 + static_cast<std::size_t>((i * 7 + t) % 300), 8));
         for (int i = 0; i < 300; ++i)
-          r->deallocate(blocks[static_cast<std::size_t>(i)], 8 + static_cast<std::size_t>((i * 7 + t) % 300), 8);
+          blocks.push_back(r->allocate(8 + static_cast<std::size_t>((i * 7 + t) % 300), 8));
+        for (int i = 0; i < 300; ++i)
+          r->deallocate(blocks[static_cast<std::size_t>(i)],
+                        8 + static_cast<std::size_t>((i * 7 + t) % 300), 8);
         done.fetch_add(1);
         // Returning now runs the exit hook, which gives the cache back while the main thread
         // may be destroying the resource.

@@ -52,8 +52,8 @@ int cross_thread_churn(std::pmr::memory_resource& r, const churn_plan& plan, Fre
         void* p = r.allocate(bytes, churn_alignment);
         fill_pattern(p, bytes, ++seed);
         const handed_block b{p, bytes, seed};
-        if (i % 3 == 0)
-          boxes[static_cast<std::size_t>((t + 1) % plan.threads)].put(b);  // the next thread frees it
+        if (i % 3 == 0)  // the next thread frees it
+          boxes[static_cast<std::size_t>((t + 1) % plan.threads)].put(b);
         else
           mine.push_back(b);
         handed_block incoming;

@@ -57,7 +57,8 @@ class fd_guard {
 // Sends datagrams to 127.0.0.1:port from a socket of its own (bound, so its port is known).
 class udp_sender {
  public:
-  explicit udp_sender(std::uint16_t port) : fd_(::socket(AF_INET, SOCK_DGRAM, 0)), to_(loopback(port)) {
+  explicit udp_sender(std::uint16_t port)
+      : fd_(::socket(AF_INET, SOCK_DGRAM, 0)), to_(loopback(port)) {
     sockaddr_in any = loopback(0);
     ::bind(fd_.get(), reinterpret_cast<sockaddr*>(&any), sizeof any);
     socklen_t length = sizeof any;
@@ -67,7 +68,8 @@ class udp_sender {
     ::setsockopt(fd_.get(), SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
   }
   bool send(std::span<const std::byte> bytes) {
-    return ::sendto(fd_.get(), bytes.data(), bytes.size(), 0, reinterpret_cast<const sockaddr*>(&to_),
+    return ::sendto(fd_.get(), bytes.data(), bytes.size(), 0,
+                    reinterpret_cast<const sockaddr*>(&to_),
                     sizeof to_) == static_cast<ssize_t>(bytes.size());
   }
   bool send(std::string_view text) { return send(as_bytes(text)); }

@@ -17,13 +17,16 @@ namespace sizes = record_probe_sizes;
 
 TEST_CASE("a heaptrack recording reads as a trace and replays", "[heaptrack]") {
   if (std::system("command -v heaptrack >/dev/null 2>&1") != 0) {
-    WARN("SKIPPED: heaptrack is not installed (apt-get install heaptrack), so its import is not tested here");
+    WARN(
+        "SKIPPED: heaptrack is not installed (apt-get install heaptrack), so its import is not "
+        "tested here");
     return;
   }
   const auto dir = std::filesystem::temp_directory_path() / "pmrkit_heaptrack_test";
   std::filesystem::create_directories(dir);
   const auto base = dir / "probe";
-  const std::string line = "heaptrack -o " + base.string() + " " PMRKIT_RECORD_PROBE " >/dev/null 2>&1";
+  const std::string line =
+      "heaptrack -o " + base.string() + " " PMRKIT_RECORD_PROBE " >/dev/null 2>&1";
   const int status = std::system(line.c_str());
   REQUIRE(WIFEXITED(status));
   REQUIRE(WEXITSTATUS(status) == 0);
@@ -35,10 +38,13 @@ TEST_CASE("a heaptrack recording reads as a trace and replays", "[heaptrack]") {
   CHECK(trace.format == "heaptrack");
   CHECK(trace.threads == 1);  // heaptrack does not say which thread
   CHECK(trace_test::count_ops(trace, operation_kind::allocate, sizes::malloc_size) == sizes::count);
-  CHECK(trace_test::count_ops(trace, operation_kind::deallocate, sizes::malloc_size) == sizes::count);
-  CHECK(trace_test::count_ops(trace, operation_kind::allocate, sizes::thread_size) == 2 * sizes::count);
+  CHECK(trace_test::count_ops(trace, operation_kind::deallocate, sizes::malloc_size) ==
+        sizes::count);
+  CHECK(trace_test::count_ops(trace, operation_kind::allocate, sizes::thread_size) ==
+        2 * sizes::count);
   CHECK(trace.unpaired_frees == 0);
 
   const pmrkit::trace::replay_plan plan(trace);
-  CHECK(pmrkit::trace::replay_strategy(plan, "size_class_unsync").operations == trace.operations.size());
+  CHECK(pmrkit::trace::replay_strategy(plan, "size_class_unsync").operations ==
+        trace.operations.size());
 }

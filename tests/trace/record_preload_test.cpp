@@ -20,7 +20,8 @@ namespace sizes = record_probe_sizes;
 namespace {
 
 std::filesystem::path temp_trace(const char* name) {
-  return std::filesystem::temp_directory_path() / (std::string("pmrkit_record_test_") + name + ".trace");
+  return std::filesystem::temp_directory_path() /
+         (std::string("pmrkit_record_test_") + name + ".trace");
 }
 
 // Runs pmrkit-record -o trace -- command; returns the exit status.
@@ -76,8 +77,10 @@ TEST_CASE("pmrkit-record sees every allocation function of a program", "[record]
   CHECK(count_ops(trace, operation_kind::allocate, sizes::forked_child) == 0);
 }
 
-TEST_CASE("pmrkit-record: an exec ends the recording; the exec'd program still has the library, unrecording",
-          "[record]") {
+TEST_CASE(
+    "pmrkit-record: an exec ends the recording; the exec'd program still has the library, "
+    "unrecording",
+    "[record]") {
   const auto path = temp_trace("exec");
   // record_probe exits 3 after the exec if LD_PRELOAD no longer names the recorder.
   REQUIRE(record(path, std::string(PMRKIT_RECORD_PROBE) + " exec") == 0);
@@ -100,7 +103,8 @@ TEST_CASE("pmrkit-record keeps what a killed program's recorder had written", "[
   CHECK(trace.implicit_frees == 0);
 }
 
-TEST_CASE("pmrkit-record on an unmodified multi-threaded program (python3 building JSON)", "[record]") {
+TEST_CASE("pmrkit-record on an unmodified multi-threaded program (python3 building JSON)",
+          "[record]") {
   const auto path = temp_trace("python");
   // Recorded directly: `env VAR=... python3` would exec, and only env's image is recorded.
   const int direct = std::system(

@@ -48,15 +48,20 @@ int main(int argc, char** argv) {
   void* p = nullptr;
   if (posix_memalign(&p, 128, sizes::posix_aligned_size) != 0) return 4;
   std::free(p);
-  ::operator delete(used(::operator new(sizes::aligned_new_size, std::align_val_t{256})), std::align_val_t{256});
+  ::operator delete(used(::operator new(sizes::aligned_new_size, std::align_val_t{256})),
+                    std::align_val_t{256});
   void* grown = used(std::calloc(1, sizes::calloc_size));
   grown = used(std::realloc(grown, sizes::realloc_size));
   std::free(grown);
 
   // Allocated on two threads, freed on this one.
   std::vector<void*> made(2 * sizes::count);
-  std::thread a([&] { for (int i = 0; i < sizes::count; ++i) made[i] = std::malloc(sizes::thread_size); });
-  std::thread b([&] { for (int i = 0; i < sizes::count; ++i) made[sizes::count + i] = std::malloc(sizes::thread_size); });
+  std::thread a([&] {
+    for (int i = 0; i < sizes::count; ++i) made[i] = std::malloc(sizes::thread_size);
+  });
+  std::thread b([&] {
+    for (int i = 0; i < sizes::count; ++i) made[sizes::count + i] = std::malloc(sizes::thread_size);
+  });
   a.join();
   b.join();
   for (void* q : made) std::free(q);

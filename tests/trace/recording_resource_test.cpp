@@ -42,10 +42,11 @@ TEST_CASE("recording_resource records exactly the calls made, in order", "[trace
     std::size_t alignment;
     std::uint64_t object;
   };
-  const expected want[] = {{operation_kind::allocate, 100, 8, 0},   {operation_kind::allocate, 200, 64, 1},
-                           {operation_kind::deallocate, 100, 8, 0}, {operation_kind::allocate, 100, 8, 2},
-                           {operation_kind::deallocate, 200, 64, 1}, {operation_kind::deallocate, 100, 8, 2},
-                           {operation_kind::allocate, 7, 1, 3}};
+  const expected want[] = {
+      {operation_kind::allocate, 100, 8, 0},    {operation_kind::allocate, 200, 64, 1},
+      {operation_kind::deallocate, 100, 8, 0},  {operation_kind::allocate, 100, 8, 2},
+      {operation_kind::deallocate, 200, 64, 1}, {operation_kind::deallocate, 100, 8, 2},
+      {operation_kind::allocate, 7, 1, 3}};
   for (std::size_t i = 0; i < 7; ++i) {
     INFO("operation " << i);
     CHECK(trace.operations[i].kind == want[i].kind);
@@ -59,13 +60,16 @@ TEST_CASE("recording_resource records exactly the calls made, in order", "[trace
   CHECK(trace.live_objects_at_end == 1);
 }
 
-TEST_CASE("recording_resource records each thread's calls, with frees on other threads", "[trace][concurrent]") {
+TEST_CASE("recording_resource records each thread's calls, with frees on other threads",
+          "[trace][concurrent]") {
   constexpr int threads = 4;
   constexpr int per_thread = 500;  // with 256-byte buffers: many chunks per thread
   memory_sink sink;
   pmrkit::recording_resource recorder(std::pmr::new_delete_resource(), sink, {.buffer_bytes = 256});
   std::vector<std::vector<void*>> blocks(threads, std::vector<void*>(per_thread));
-  const auto size_of = [](int thread, int i) { return static_cast<std::size_t>(1000 * (thread + 1) + i % 7); };
+  const auto size_of = [](int thread, int i) {
+    return static_cast<std::size_t>(1000 * (thread + 1) + i % 7);
+  };
   {
     std::vector<std::thread> makers;
     for (int t = 0; t < threads; ++t)
@@ -79,7 +83,8 @@ TEST_CASE("recording_resource records each thread's calls, with frees on other t
     for (int t = 0; t < threads; ++t)
       freers.emplace_back([&, t] {
         const int owner = (t + 1) % threads;
-        for (int i = 0; i < per_thread; ++i) recorder.deallocate(blocks[owner][i], size_of(owner, i), 16);
+        for (int i = 0; i < per_thread; ++i)
+          recorder.deallocate(blocks[owner][i], size_of(owner, i), 16);
       });
     for (auto& f : freers) f.join();
   }
@@ -135,6 +140,7 @@ TEST_CASE("a failing sink stops the recording, not the program", "[trace]") {
 
 TEST_CASE("recording_resource refuses a buffer too small for a chunk", "[trace]") {
   memory_sink sink;
-  CHECK_THROWS_AS(pmrkit::recording_resource(std::pmr::new_delete_resource(), sink, {.buffer_bytes = 16}),
-                  std::invalid_argument);
+  CHECK_THROWS_AS(
+      pmrkit::recording_resource(std::pmr::new_delete_resource(), sink, {.buffer_bytes = 16}),
+      std::invalid_argument);
 }

@@ -54,7 +54,9 @@ class thread_log_resource final : public std::pmr::memory_resource {
     }
     std::pmr::new_delete_resource()->deallocate(p, bytes, alignment);
   }
-  bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override { return this == &other; }
+  bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
+    return this == &other;
+  }
 
   std::mutex mutex_;
   std::map<void*, std::thread::id> owners_;
@@ -67,7 +69,8 @@ recorded_trace three_thread_trace() {
   t.threads = 3;
   std::uint64_t time = 0;
   std::uint64_t live = 0;
-  const auto add = [&](std::uint32_t thread, operation_kind kind, std::uint64_t object, std::uint64_t size) {
+  const auto add = [&](std::uint32_t thread, operation_kind kind, std::uint64_t object,
+                       std::uint64_t size) {
     t.operations.push_back({time++, size, object, thread, kind, 4});
     live = kind == operation_kind::allocate ? live + size : live - size;
     t.peak_live_bytes = std::max(t.peak_live_bytes, live);
@@ -90,7 +93,8 @@ recorded_trace three_thread_trace() {
 
 }  // namespace
 
-TEST_CASE("replay runs each operation on its thread, frees after allocations, cross-thread too", "[replay][concurrent]") {
+TEST_CASE("replay runs each operation on its thread, frees after allocations, cross-thread too",
+          "[replay][concurrent]") {
   const recorded_trace trace = three_thread_trace();
   const replay_plan plan(trace);
   CHECK(plan.threads().size() == 3);
@@ -102,7 +106,8 @@ TEST_CASE("replay runs each operation on its thread, frees after allocations, cr
   CHECK(result.operations == trace.operations.size());
   CHECK(result.threads == 3);
   CHECK(log.frees_of_unknown_blocks == 0);
-  CHECK(log.cross_thread_frees == plan.cross_thread_frees() + 30);  // + the 30 left live, freed by the caller
+  // + the 30 left live, freed by the caller
+  CHECK(log.cross_thread_frees == plan.cross_thread_frees() + 30);
   CHECK(log.live_bytes == 0);  // the replay returned what the program left live
 
   // The calls of each replay thread are exactly one trace thread's, in its order; the calling
@@ -131,7 +136,8 @@ TEST_CASE("replay runs each operation on its thread, frees after allocations, cr
   CHECK(matched.size() == 3);
 }
 
-TEST_CASE("replay of the kept real trace on strategies and on the limit resource", "[replay][concurrent]") {
+TEST_CASE("replay of the kept real trace on strategies and on the limit resource",
+          "[replay][concurrent]") {
   const recorded_trace trace = read_trace_file(PMRKIT_TRACE_TEST_DATA "/python_threads.trace");
   const replay_plan plan(trace);
   limit_resource limit;
@@ -143,7 +149,8 @@ TEST_CASE("replay of the kept real trace on strategies and on the limit resource
   CHECK_THROWS_WITH(replay_strategy(plan, "size_class_unsync"), Catch::Contains("not thread-safe"));
 }
 
-TEST_CASE("a resource that fails mid-replay: an error naming the operation, every block back", "[replay][concurrent]") {
+TEST_CASE("a resource that fails mid-replay: an error naming the operation, every block back",
+          "[replay][concurrent]") {
   class failing_after final : public std::pmr::memory_resource {
    public:
     explicit failing_after(int n) : left_(n) {}
@@ -159,11 +166,14 @@ TEST_CASE("a resource that fails mid-replay: an error naming the operation, ever
       --live;
       std::pmr::new_delete_resource()->deallocate(p, bytes, alignment);
     }
-    bool do_is_equal(const std::pmr::memory_resource& o) const noexcept override { return this == &o; }
+    bool do_is_equal(const std::pmr::memory_resource& o) const noexcept override {
+      return this == &o;
+    }
     std::atomic<int> left_;
   };
   const replay_plan plan(three_thread_trace());
   failing_after resource(100);
-  CHECK_THROWS_WITH(replay(plan, resource), Catch::Contains("replay: operation") && Catch::Contains("of thread"));
+  CHECK_THROWS_WITH(replay(plan, resource),
+                    Catch::Contains("replay: operation") && Catch::Contains("of thread"));
   CHECK(resource.live == 0);
 }

@@ -34,8 +34,9 @@ std::vector<std::byte> bytes(std::initializer_list<unsigned> values) {
 }
 
 std::vector<std::byte> header_then(std::initializer_list<unsigned> rest) {
-  std::vector<std::byte> out(reinterpret_cast<const std::byte*>(format::magic),
-                             reinterpret_cast<const std::byte*>(format::magic) + sizeof format::magic);
+  std::vector<std::byte> out(
+      reinterpret_cast<const std::byte*>(format::magic),
+      reinterpret_cast<const std::byte*>(format::magic) + sizeof format::magic);
   out.push_back(std::byte{1});
   for (unsigned v : rest) out.push_back(static_cast<std::byte>(v));
   return out;
@@ -61,7 +62,8 @@ TEST_CASE("every truncation of a trace is an error, never a crash", "[trace]") {
   REQUIRE(pmrkit::trace::read_trace(stream).operations.size() == 4);
   for (std::size_t cut = 0; cut < stream.size(); ++cut) {
     INFO("cut at " << cut << " of " << stream.size());
-    const std::vector<std::byte> part(stream.begin(), stream.begin() + static_cast<std::ptrdiff_t>(cut));
+    const std::vector<std::byte> part(stream.begin(),
+                                      stream.begin() + static_cast<std::ptrdiff_t>(cut));
     CHECK_THROWS_AS(pmrkit::trace::read_trace(part), trace_format_error);
   }
   CHECK_THAT(error_of({stream.begin(), stream.end() - 1}), Catch::Contains("truncated"));
@@ -73,19 +75,25 @@ TEST_CASE("malformed traces name what was wrong and where", "[trace]") {
   CHECK_THAT(error_of(header_then({})), Catch::Contains("no end record"));
   auto future = header_then({0, 0});
   future[sizeof format::magic] = std::byte{2};
-  CHECK_THAT(error_of(future), Catch::Contains("unsupported version 2") && Catch::Contains("version 1"));
+  CHECK_THAT(error_of(future),
+             Catch::Contains("unsupported version 2") && Catch::Contains("version 1"));
   // A varint of eleven bytes (over 64 bits) as a chunk's thread.
   CHECK_THAT(error_of(header_then({1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f})),
              Catch::Contains("bad varint") && Catch::Contains("at byte 10"));
-  CHECK_THAT(error_of(header_then({7})), Catch::Contains("unknown record tag 7") && Catch::Contains("at byte 9"));
+  CHECK_THAT(error_of(header_then({7})),
+             Catch::Contains("unknown record tag 7") && Catch::Contains("at byte 9"));
   CHECK_THAT(error_of(header_then({1, 0, 1, 50, 0, 0})), Catch::Contains("claims 50 bytes"));
-  CHECK_THAT(error_of(header_then({1, 0, 1, 3, 3, 0, 0, 0, 0})), Catch::Contains("unknown event kind 3"));
-  CHECK_THAT(error_of(header_then({1, 0, 9, 3, 0, 0, 0, 0, 0})), Catch::Contains("claims 9 events in 3 bytes"));
+  CHECK_THAT(error_of(header_then({1, 0, 1, 3, 3, 0, 0, 0, 0})),
+             Catch::Contains("unknown event kind 3"));
+  CHECK_THAT(error_of(header_then({1, 0, 9, 3, 0, 0, 0, 0, 0})),
+             Catch::Contains("claims 9 events in 3 bytes"));
   CHECK_THAT(error_of(header_then({1, 0, 1, 5, 0, 0, 0, 8, 9, 0, 1})),
              Catch::Contains("1 bytes after its 1 events"));
-  CHECK_THAT(error_of(header_then({0, 5})), Catch::Contains("counts 5 events but the chunks hold 0"));
+  CHECK_THAT(error_of(header_then({0, 5})),
+             Catch::Contains("counts 5 events but the chunks hold 0"));
   CHECK_THAT(error_of(header_then({0, 0, 0})), Catch::Contains("1 bytes after the end record"));
-  CHECK_THAT(error_of(header_then({1, 0, 1, 3, 0xfc, 0, 0})), Catch::Contains("alignment 2^63 too large"));
+  CHECK_THAT(error_of(header_then({1, 0, 1, 3, 0xfc, 0, 0})),
+             Catch::Contains("alignment 2^63 too large"));
 }
 
 TEST_CASE("a truncated or corrupt compressed trace is an error", "[trace]") {
@@ -117,7 +125,8 @@ TEST_CASE("a truncated or corrupt compressed trace is an error", "[trace]") {
 }
 
 TEST_CASE("a written trace reads back to the same operations", "[trace]") {
-  const auto original = pmrkit::trace::read_trace_file(PMRKIT_TRACE_TEST_DATA "/python_threads.trace");
+  const auto original =
+      pmrkit::trace::read_trace_file(PMRKIT_TRACE_TEST_DATA "/python_threads.trace");
   const auto path = temp_file("roundtrip.trace");
   pmrkit::trace::write_trace_file(original, path);
   const auto back = pmrkit::trace::read_trace_file(path);
@@ -146,7 +155,8 @@ TEST_CASE("the small real trace kept in the tests reads whole", "[trace]") {
   CHECK(trace.implicit_frees == 0);
 }
 
-TEST_CASE("heaptrack text: frees pair last-in first-out per call site, on one thread", "[trace][heaptrack]") {
+TEST_CASE("heaptrack text: frees pair last-in first-out per call site, on one thread",
+          "[trace][heaptrack]") {
   const std::string text =
       "v 10400 3\nX ./app\ns 4 main\n"
       "a 40 1\na 1000 2\n"   // info 0: 64 bytes, info 1: 4096 bytes
@@ -172,8 +182,9 @@ TEST_CASE("heaptrack text: frees pair last-in first-out per call site, on one th
     return "no error";
   };
   CHECK_THAT(error_of_text("X ./app\n"), Catch::Contains("version line"));
-  CHECK_THAT(error_of_text("v 10400 3\n+ 0\n"), Catch::Contains("info 0 used before its 'a' line") &&
-                                                     Catch::Contains("line 2"));
-  CHECK_THAT(error_of_text("v 10400 3\na 4x 1\n"), Catch::Contains("'x'") && Catch::Contains("line 2"));
+  CHECK_THAT(error_of_text("v 10400 3\n+ 0\n"),
+             Catch::Contains("info 0 used before its 'a' line") && Catch::Contains("line 2"));
+  CHECK_THAT(error_of_text("v 10400 3\na 4x 1\n"),
+             Catch::Contains("'x'") && Catch::Contains("line 2"));
   CHECK_THAT(error_of_text("v 10400 9\n"), Catch::Contains("unsupported file format version 9"));
 }

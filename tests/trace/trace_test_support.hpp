@@ -21,8 +21,8 @@ class memory_sink final : public pmrkit::trace_sink {
   std::size_t writes = 0;
 };
 
-inline std::size_t count_ops(const pmrkit::trace::recorded_trace& trace, pmrkit::trace::operation_kind kind,
-                             std::uint64_t size) {
+inline std::size_t count_ops(const pmrkit::trace::recorded_trace& trace,
+                             pmrkit::trace::operation_kind kind, std::uint64_t size) {
   std::size_t n = 0;
   for (const auto& op : trace.operations) n += op.kind == kind && op.size == size;
   return n;

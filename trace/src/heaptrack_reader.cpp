@@ -83,8 +83,9 @@ recorded_trace parse_heaptrack(std::span<const std::byte> bytes) {
       case '-': {
         const std::uint64_t info = hex_field(rest, line_number, "an allocation info number");
         if (info >= info_sizes.size())
-          fail(line_number, "allocation info " + std::to_string(info) + " used before its 'a' line (" +
-                                std::to_string(info_sizes.size()) + " defined)");
+          fail(line_number, "allocation info " + std::to_string(info) +
+                                " used before its 'a' line (" + std::to_string(info_sizes.size()) +
+                                " defined)");
         auto& live = live_by_info[info];
         if (letter == '+') {
           live.push_back(next_address);

@@ -54,7 +54,8 @@ void read_chunk(detail::byte_cursor& stream, std::vector<raw_event>& events) {
                                   " (allowed: 0 allocate, 1 deallocate)");
     if (alignment_log2 > max_alignment_log2)
       chunk.fail_at(event_at, "alignment 2^" + std::to_string(alignment_log2) +
-                                  " too large (at most 2^" + std::to_string(max_alignment_log2) + ")");
+                                  " too large (at most 2^" + std::to_string(max_alignment_log2) +
+                                  ")");
     raw_event e{};
     e.kind = kind;
     e.alignment_log2 = alignment_log2;
@@ -106,8 +107,8 @@ recorded_trace parse_pmrkit_stream(std::span<const std::byte> bytes) {
                                                   " (allowed: 0 end, 1 chunk)");
     const std::uint64_t total = stream.varint("the end record's event count");
     if (total != events.size())
-      stream.fail("the end record counts " + std::to_string(total) + " events but the chunks hold " +
-                  std::to_string(events.size()));
+      stream.fail("the end record counts " + std::to_string(total) +
+                  " events but the chunks hold " + std::to_string(events.size()));
     if (!stream.empty())
       stream.fail(std::to_string(stream.remaining()) + " bytes after the end record");
     break;
@@ -134,7 +135,8 @@ stream_repair finish_interrupted_stream(const std::filesystem::path& path) {
   {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw trace_format_error("cannot open " + path.string());
-    const std::vector<char> raw{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    const std::vector<char> raw{std::istreambuf_iterator<char>(in),
+                                std::istreambuf_iterator<char>()};
     bytes.resize(raw.size());
     std::memcpy(bytes.data(), raw.data(), raw.size());
   }
@@ -150,7 +152,8 @@ stream_repair finish_interrupted_stream(const std::filesystem::path& path) {
       return repair;
     }
     if (tag != format::chunk_record)
-      detail::byte_cursor::fail_at(whole, "unknown record tag " + std::to_string(tag) + " (allowed: 0 end, 1 chunk)");
+      detail::byte_cursor::fail_at(
+          whole, "unknown record tag " + std::to_string(tag) + " (allowed: 0 end, 1 chunk)");
     try {
       stream.varint("a chunk's thread");
       const std::uint64_t events = stream.varint("a chunk's event count");

@@ -69,7 +69,8 @@ void replay_thread(const std::vector<replay_plan::step>& steps, std::uint32_t th
     const std::lock_guard lock(shared.error_mutex);
     if (shared.error.empty())
       shared.error = "replay: operation " + std::to_string(index) + " of thread " +
-                     std::to_string(thread) + " (" + (steps[index].allocate ? "allocate " : "deallocate ") +
+                     std::to_string(thread) + " (" +
+                     (steps[index].allocate ? "allocate " : "deallocate ") +
                      std::to_string(steps[index].size) + " bytes) failed: " + e.what();
     shared.failed.store(true, std::memory_order_relaxed);
   }
@@ -85,7 +86,8 @@ replay_result replay(const replay_plan& plan, std::pmr::memory_resource& resourc
   std::chrono::steady_clock::time_point start;
   try {
     for (std::uint32_t t = 0; t < lists.size(); ++t)
-      threads.emplace_back(replay_thread, std::cref(lists[t]), t, std::ref(resource), std::ref(shared));
+      threads.emplace_back(replay_thread, std::cref(lists[t]), t, std::ref(resource),
+                           std::ref(shared));
   } catch (...) {
     shared.failed.store(true);
     shared.go.store(true, std::memory_order_release);

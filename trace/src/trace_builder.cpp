@@ -4,9 +4,10 @@
 
 namespace pmrkit::trace::detail {
 
-void trace_builder::free_block(std::uint64_t time_ns, std::uint32_t thread, const live_block& block) {
-  trace_.operations.push_back(
-      {time_ns, block.size, block.object, thread, operation_kind::deallocate, block.alignment_log2});
+void trace_builder::free_block(std::uint64_t time_ns, std::uint32_t thread,
+                               const live_block& block) {
+  trace_.operations.push_back({time_ns, block.size, block.object, thread,
+                               operation_kind::deallocate, block.alignment_log2});
   trace_.live_bytes_at_end -= block.size;
   --trace_.live_objects_at_end;
 }

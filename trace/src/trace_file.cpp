@@ -38,7 +38,8 @@ std::vector<std::byte> decompress(std::span<const std::byte> input, std::uint64_
       throw trace_format_error(std::string("zstd: ") + ZSTD_getErrorName(frame_left) +
                                " near compressed byte " + std::to_string(in.pos));
     if (piece.pos > limit - out.size())
-      throw trace_format_error("zstd: the trace decompresses to more than " + std::to_string(limit) +
+      throw trace_format_error("zstd: the trace decompresses to more than " +
+                               std::to_string(limit) +
                                " bytes (read_options::max_uncompressed_bytes)");
     out.insert(out.end(), block.begin(), block.begin() + static_cast<std::ptrdiff_t>(piece.pos));
     // All input taken and the output not full: the decoder has given all it can.
@@ -60,13 +61,15 @@ std::vector<std::byte> read_whole_file(const std::filesystem::path& path) {
     const auto* first = reinterpret_cast<const std::byte*>(block.data());
     bytes.insert(bytes.end(), first, first + got);
   }
-  if (in.bad()) throw std::system_error(errno, std::generic_category(), "cannot read " + path.string());
+  if (in.bad())
+    throw std::system_error(errno, std::generic_category(), "cannot read " + path.string());
   return bytes;
 }
 
 std::FILE* create_file(const std::filesystem::path& path) {
   std::FILE* file = std::fopen(path.c_str(), "wb");
-  if (!file) throw std::system_error(errno, std::generic_category(), "cannot create " + path.string());
+  if (!file)
+    throw std::system_error(errno, std::generic_category(), "cannot create " + path.string());
   return file;
 }
 
@@ -161,16 +164,19 @@ void zstd_file_sink::close() {
   }
   state_->file = nullptr;
   if (std::fclose(file) != 0)
-    throw std::system_error(errno, std::generic_category(), "cannot write " + state_->path.string());
+    throw std::system_error(errno, std::generic_category(),
+                            "cannot write " + state_->path.string());
 }
 
 void compress_stream_file(const std::filesystem::path& stream, const std::filesystem::path& trace) {
   std::ifstream in(stream, std::ios::binary);
-  if (!in) throw std::system_error(errno, std::generic_category(), "cannot open " + stream.string());
+  if (!in)
+    throw std::system_error(errno, std::generic_category(), "cannot open " + stream.string());
   zstd_file_sink sink(trace);
   std::vector<char> block(1 << 20);
   while (in.read(block.data(), static_cast<std::streamsize>(block.size())) || in.gcount() > 0)
-    sink.write({reinterpret_cast<const std::byte*>(block.data()), static_cast<std::size_t>(in.gcount())});
+    sink.write(
+        {reinterpret_cast<const std::byte*>(block.data()), static_cast<std::size_t>(in.gcount())});
   sink.close();
 }
 
@@ -192,7 +198,8 @@ void write_trace_file(const recorded_trace& trace, const std::filesystem::path& 
     events.clear();
     format::chunk_state state;
     std::size_t count = 0;
-    for (; i < trace.operations.size() && trace.operations[i].thread == thread && count < max_chunk_events;
+    for (; i < trace.operations.size() && trace.operations[i].thread == thread &&
+           count < max_chunk_events;
          ++i, ++count) {
       const operation& op = trace.operations[i];
       unsigned char event[format::max_event_bytes];

@@ -37,7 +37,8 @@ fs::path preload_library() {
   if (const char* given = std::getenv("PMRKIT_RECORD_PRELOAD")) return given;
   const fs::path here = fs::read_symlink("/proc/self/exe").parent_path();
   for (const fs::path& candidate :
-       {here / "libpmrkit_record_preload.so", here / PMRKIT_RECORD_LIB_FROM_BIN / "libpmrkit_record_preload.so"})
+       {here / "libpmrkit_record_preload.so",
+        here / PMRKIT_RECORD_LIB_FROM_BIN / "libpmrkit_record_preload.so"})
     if (fs::exists(candidate)) return fs::canonical(candidate);
   throw std::runtime_error("cannot find libpmrkit_record_preload.so beside " + here.string() +
                            " (set PMRKIT_RECORD_PRELOAD to its path)");
@@ -46,13 +47,14 @@ fs::path preload_library() {
 void summarise(const fs::path& file) {
   const pmrkit::trace::recorded_trace trace = pmrkit::trace::read_trace_file(file);
   std::uint64_t allocations = 0;
-  for (const auto& op : trace.operations) allocations += op.kind == pmrkit::trace::operation_kind::allocate;
+  for (const auto& op : trace.operations)
+    allocations += op.kind == pmrkit::trace::operation_kind::allocate;
   std::fprintf(stderr,
                "pmrkit-record: %s: %llu allocations, %llu frees, %u threads, peak live %llu bytes, "
                "%llu bytes on disk",
                file.c_str(), static_cast<unsigned long long>(allocations),
-               static_cast<unsigned long long>(trace.operations.size() - allocations), trace.threads,
-               static_cast<unsigned long long>(trace.peak_live_bytes),
+               static_cast<unsigned long long>(trace.operations.size() - allocations),
+               trace.threads, static_cast<unsigned long long>(trace.peak_live_bytes),
                static_cast<unsigned long long>(fs::file_size(file)));
   if (trace.unpaired_frees || trace.implicit_frees)
     std::fprintf(stderr, " (%llu frees of memory from before the recording, %llu missed frees)",
@@ -86,7 +88,8 @@ int record(const fs::path& out, char** command) {
   }
   const int exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   if (!fs::exists(stream)) {
-    std::fprintf(stderr, "pmrkit-record: %s recorded nothing (did it start? is it static?)\n", command[0]);
+    std::fprintf(stderr, "pmrkit-record: %s recorded nothing (did it start? is it static?)\n",
+                 command[0]);
     return exit_code ? exit_code : 1;
   }
   const pmrkit::trace::stream_repair repair = pmrkit::trace::finish_interrupted_stream(stream);
@@ -94,7 +97,8 @@ int record(const fs::path& out, char** command) {
     std::fprintf(stderr,
                  "pmrkit-record: %s did not finish normally (%s): the trace keeps the %llu events "
                  "written before; those still in its threads' buffers are lost\n",
-                 command[0], WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "it left through _exit",
+                 command[0],
+                 WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "it left through _exit",
                  static_cast<unsigned long long>(repair.events_kept));
   pmrkit::trace::compress_stream_file(stream, out);
   fs::remove(stream);

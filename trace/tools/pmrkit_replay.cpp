@@ -91,7 +91,8 @@ int main(int argc, char** argv) {
     if (arg == "--strategy" && i + 1 < argc) specs.push_back(argv[++i]);
     else if (arg == "--repetitions" && i + 1 < argc) {
       const std::string_view text = argv[++i];
-      const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), repetitions);
+      const auto [end, error] =
+          std::from_chars(text.data(), text.data() + text.size(), repetitions);
       if (error != std::errc() || end != text.data() + text.size() || repetitions < 1) {
         std::fprintf(stderr, "pmrkit-replay: --repetitions takes a whole number from 1, not '%s'\n",
                      argv[i]);
@@ -129,23 +130,26 @@ int main(int argc, char** argv) {
     }
     // With the JSON on stdout, the table goes to stderr.
     FILE* table = json_path == "-" ? stderr : stdout;
-    std::fprintf(table, "%s: %s, %llu operations on %zu threads, %llu cross-thread frees, peak live %llu bytes\n",
-                 path.c_str(), trace.format.c_str(), static_cast<unsigned long long>(plan.operations()),
-                 plan.threads().size(), static_cast<unsigned long long>(plan.cross_thread_frees()),
-                 static_cast<unsigned long long>(plan.peak_live_bytes()));
+    std::fprintf(
+        table,
+        "%s: %s, %llu operations on %zu threads, %llu cross-thread frees, peak live %llu bytes\n",
+        path.c_str(), trace.format.c_str(), static_cast<unsigned long long>(plan.operations()),
+        plan.threads().size(), static_cast<unsigned long long>(plan.cross_thread_frees()),
+        static_cast<unsigned long long>(plan.peak_live_bytes()));
     std::fprintf(table, "%-40s %10s %14s %9s\n", "strategy", "ns/op", "peak held B", "held/live");
     std::vector<replay_row> rows;
     int failures = 0;
     for (const std::string& spec : specs) {
       try {
         rows.push_back(replay_row_of(plan, spec, repetitions));
-        print_row(spec == limit_name ? "limit (the replayer alone)" : spec, best_of(rows.back().runs),
-                  table);
+        print_row(spec == limit_name ? "limit (the replayer alone)" : spec,
+                  best_of(rows.back().runs), table);
       } catch (const std::exception& e) {
         std::fprintf(table, "%-40s failed: %s\n", spec.c_str(), e.what());
         // Also on stderr when the table is on stdout: a caller that keeps only stderr (the
         // replay report) must still learn why the row failed.
-        if (table != stderr) std::fprintf(stderr, "pmrkit-replay: %s: %s\n", spec.c_str(), e.what());
+        if (table != stderr)
+          std::fprintf(stderr, "pmrkit-replay: %s: %s\n", spec.c_str(), e.what());
         ++failures;
       }
     }

@@ -164,7 +164,8 @@ void write_chunk_locked(thread_slot& slot, std::uint64_t packed) noexcept {
   const std::size_t bytes = packed & 0xffffffffu;
   if (events == 0 || file_finished) return;
   unsigned char header[format::max_chunk_header_bytes];
-  write_all(header, static_cast<std::size_t>(format::put_chunk_header(header, slot.thread, events, bytes) - header));
+  write_all(header, static_cast<std::size_t>(
+                        format::put_chunk_header(header, slot.thread, events, bytes) - header));
   write_all(slot.buffer, bytes);
   events_written += events;
 }
@@ -196,7 +197,8 @@ thread_slot* claim_slot() noexcept {
         !slot.taken.compare_exchange_strong(expected, true, std::memory_order_acquire))
       continue;
     if (!slot.buffer) {
-      void* m = mmap(nullptr, buffer_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      void* m =
+          mmap(nullptr, buffer_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (m == MAP_FAILED) {
         slot.taken.store(false);
         return nullptr;
@@ -277,8 +279,9 @@ void record(event_kind kind, const void* address, std::size_t size, std::size_t 
     const recorder_guard guard;
     flush_own(*slot);
   }
-  unsigned char* end = format::put_event(slot->buffer + slot->used, slot->state, kind, time,
-                                         reinterpret_cast<std::uintptr_t>(address), size, alignment);
+  unsigned char* end =
+      format::put_event(slot->buffer + slot->used, slot->state, kind, time,
+                        reinterpret_cast<std::uintptr_t>(address), size, alignment);
   slot->used = static_cast<std::size_t>(end - slot->buffer);
   ++slot->events;
   slot->committed.store(std::uint64_t{slot->events} << 32 | slot->used, std::memory_order_release);

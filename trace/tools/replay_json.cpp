@@ -57,7 +57,8 @@ void write_benchmark_json(std::ostream& out, const std::string& trace_path,
           << number(r.ns_per_operation()) << ", \"cpu_time\": " << number(r.ns_per_operation())
           << ", \"time_unit\": \"ns\", \"peak_live_bytes\": " << r.peak_live_bytes;
       if (r.peak_held_bytes) out << ", \"peak_held_bytes\": " << *r.peak_held_bytes;
-      if (!row.held_method.empty()) out << ", \"label\": " << json_string("held=" + row.held_method);
+      if (!row.held_method.empty())
+        out << ", \"label\": " << json_string("held=" + row.held_method);
       out << "}";
       separator = ",\n";
     }

@@ -337,9 +337,10 @@ document& document::append_null(std::string_view key) {
 
 document& document::append_utf8(std::string_view key, std::string_view value) {
   if (!impl_) moved_from();
-  impl_->append(key, value_size(impl_->used, value.size(), 4 + 1), [&](bson_t* b, const char* k, int n) {
-    return bson_append_utf8(b, k, n, value.data(), static_cast<int>(value.size()));
-  });
+  impl_->append(key, value_size(impl_->used, value.size(), 4 + 1),
+                [&](bson_t* b, const char* k, int n) {
+                  return bson_append_utf8(b, k, n, value.data(), static_cast<int>(value.size()));
+                });
   return *this;
 }
 
@@ -413,13 +414,15 @@ document& document::append_timestamp(std::string_view key, const timestamp& valu
 
 document& document::append_min_key(std::string_view key) {
   if (!impl_) moved_from();
-  impl_->append(key, 0, [&](bson_t* b, const char* k, int n) { return bson_append_minkey(b, k, n); });
+  impl_->append(key, 0,
+                [&](bson_t* b, const char* k, int n) { return bson_append_minkey(b, k, n); });
   return *this;
 }
 
 document& document::append_max_key(std::string_view key) {
   if (!impl_) moved_from();
-  impl_->append(key, 0, [&](bson_t* b, const char* k, int n) { return bson_append_maxkey(b, k, n); });
+  impl_->append(key, 0,
+                [&](bson_t* b, const char* k, int n) { return bson_append_maxkey(b, k, n); });
   return *this;
 }
 

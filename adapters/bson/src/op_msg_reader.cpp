@@ -58,8 +58,9 @@ document_range::iterator& document_range::iterator::operator++() noexcept {
 
 document_sequence op_msg_view::sequence(std::size_t index) const {
   if (index >= sequence_count_) {
-    throw std::out_of_range("op_msg_view::sequence(" + std::to_string(index) + "): the message has " +
-                            std::to_string(sequence_count_) + " document sequences");
+    throw std::out_of_range("op_msg_view::sequence(" + std::to_string(index) +
+                            "): the message has " + std::to_string(sequence_count_) +
+                            " document sequences");
   }
   const std::byte* base = message_.data();
   const std::size_t end = sections_at + sections_.size();
@@ -190,8 +191,9 @@ op_msg_view parse_op_msg(std::span<const std::byte> message, const reader_limits
         earlier = s.end;
       }
       for (std::size_t d = nul + 1; d < section_end;) {
-        const std::size_t length = detail::check_document(
-            base, d, section_end, limits.validate_documents, limits.max_nesting, "document in a document sequence");
+        const std::size_t length =
+            detail::check_document(base, d, section_end, limits.validate_documents,
+                                   limits.max_nesting, "document in a document sequence");
         if (length > limits.max_document_bytes) {
           fail(d, "a document in sequence \"" + std::string(identifier) + "\" is " +
                       std::to_string(length) +

@@ -146,7 +146,8 @@ framing_error syslog_framer::feed(std::span<const std::byte> bytes,
         case state::line_body: {
           const auto available = static_cast<std::size_t>(end - p);
           const auto* line_feed = static_cast<const std::byte*>(std::memchr(p, '\n', available));
-          const std::size_t length = line_feed ? static_cast<std::size_t>(line_feed - p) : available;
+          const std::size_t length =
+              line_feed ? static_cast<std::size_t>(line_feed - p) : available;
           // The limit counts every byte before the line feed, a carriage return included, so
           // it does not depend on where the chunks were cut.
           if (partial_.size() + length > max) return fail(framing_error::frame_too_large);

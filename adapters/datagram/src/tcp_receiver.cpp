@@ -160,7 +160,8 @@ struct tcp_receiver::impl {
 void tcp_receiver::impl::listen(const tcp_receiver_options& options) {
   const peer_address local = detail::parse_address(options.address, options.port);
   const std::string where = local.to_string();
-  listen_fd = detail::unique_fd(::socket(local.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  listen_fd =
+      detail::unique_fd(::socket(local.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (listen_fd.get() < 0) detail::throw_errno(errno, "socket(SOCK_STREAM)", where);
   const int on = 1;
   // A restarted server must be able to bind while old connections sit in TIME_WAIT.
@@ -237,7 +238,8 @@ void tcp_receiver::impl::pause_accepting() {
 // so that the pause ends on time (`timeout_ms` itself when not paused).
 int tcp_receiver::impl::resume_accepting_within(int timeout_ms) {
   if (!accepting_paused_until) return timeout_ms;
-  if (clock::now() < *accepting_paused_until) return wait_until(timeout_ms, *accepting_paused_until);
+  if (clock::now() < *accepting_paused_until)
+    return wait_until(timeout_ms, *accepting_paused_until);
   epoll_event event{};
   event.events = EPOLLIN;
   event.data.ptr = &listen_tag;
@@ -366,7 +368,8 @@ void tcp_receiver::set_error_handler(std::function<void(const connection_error&)
 std::size_t tcp_receiver::poll_once(std::chrono::milliseconds timeout, tcp_frame_handler handler) {
   if (stop_requested()) return 0;
   epoll_event events[events_per_wait];
-  const long long wait_ms = timeout.count() < 0 ? -1 : std::min<long long>(timeout.count(), INT32_MAX);
+  const long long wait_ms =
+      timeout.count() < 0 ? -1 : std::min<long long>(timeout.count(), INT32_MAX);
   const int ready = ::epoll_wait(
       impl_->epoll_fd.get(), events, events_per_wait,
       impl_->idle_check_within(impl_->resume_accepting_within(static_cast<int>(wait_ms))));

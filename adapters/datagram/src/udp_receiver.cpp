@@ -86,7 +86,8 @@ std::size_t udp_receiver::receive_batch(datagram_handler handler) {
 std::size_t udp_receiver::deliver_pending(datagram_handler& handler) {
   std::size_t delivered = 0;
   while (pending_begin_ < pending_end_) {
-    const std::size_t i = pending_begin_++;  // before the call: a throwing handler's datagram is not redelivered
+    // Advanced before the call: a throwing handler's datagram is not redelivered.
+    const std::size_t i = pending_begin_++;
     if (slots_[i].truncated) {
       truncated_.add();
       continue;

@@ -54,7 +54,8 @@ std::string_view framing_name(pmrkit::datagram::framing mode) {
 }
 
 std::uint64_t whole_seconds(std::chrono::milliseconds duration) {
-  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::seconds>(duration).count());
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::seconds>(duration).count());
 }
 
 // Built from the library's defaults, so --help cannot drift from what the receivers do.
@@ -78,7 +79,8 @@ std::string usage_text() {
          "                        a longer one is counted as truncated. UDP carries at most\n"
          "                        65507 bytes over IPv4, 65527 over IPv6: from 65527 up,\n"
          "                        nothing is truncated\n"
-         "  --receive-buffer BYTES  kernel receive buffer (SO_RCVBUF), 0.." + n(max_receive_buffer) +
+         "  --receive-buffer BYTES  kernel receive buffer (SO_RCVBUF), 0.." +
+         n(max_receive_buffer) +
          "\n                        (default " + n(udp.receive_buffer_size) +
          ": the system's; the kernel caps it at net.core.rmem_max\n"
          "                        unless run with CAP_NET_ADMIN)\n"
@@ -86,11 +88,13 @@ std::string usage_text() {
          "  --max-connections N   connections open at once, 1.." + n(max_connections_limit) +
          " (default " + n(tcp.max_connections) + ");\n"
          "                        more are closed at once and counted as rejected\n"
-         "  --max-per-peer N      connections one address may hold, 1.." + n(max_connections_limit) +
+         "  --max-per-peer N      connections one address may hold, 1.." +
+         n(max_connections_limit) +
          " (default " + n(tcp.max_connections_per_peer) + ");\n"
          "                        more from it are closed at once and counted as rejected\n"
          "  --idle-timeout SECONDS  close a connection that sends nothing this long, 0.." +
-         n(max_idle_seconds) + "\n                        (default " + n(whole_seconds(tcp.idle_timeout)) +
+         n(max_idle_seconds) +
+         "\n                        (default " + n(whole_seconds(tcp.idle_timeout)) +
          "; 0: never)\n"
          "  --max-frame BYTES     largest message, 1.." + n(max_frame_limit) + " (default " +
          n(tcp.max_frame_size) + ");\n"
@@ -173,7 +177,8 @@ arguments parse_arguments(int argc, char** argv) {
     } else if (flag == "--max-datagram") {
       args.udp.max_datagram_size = parse_number<std::size_t>(flag, value(), 1, max_datagram_limit);
     } else if (flag == "--receive-buffer") {
-      args.udp.receive_buffer_size = parse_number<std::size_t>(flag, value(), 0, max_receive_buffer);
+      args.udp.receive_buffer_size =
+          parse_number<std::size_t>(flag, value(), 0, max_receive_buffer);
     } else if (flag == "--max-connections") {
       args.tcp.max_connections = parse_number<std::size_t>(flag, value(), 1, max_connections_limit);
     } else if (flag == "--max-per-peer") {
@@ -288,8 +293,10 @@ int listen(const arguments& args, std::pmr::memory_resource* strategy) {
       });
     }
     std::string banner = "pmrkit-listen: strategy " + args.strategy;
-    if (udp) banner += ", udp " + peer_address::numeric(args.udp.address, udp->local_port()).to_string();
-    if (tcp) banner += ", tcp " + peer_address::numeric(args.tcp.address, tcp->local_port()).to_string();
+    if (udp)
+      banner += ", udp " + peer_address::numeric(args.udp.address, udp->local_port()).to_string();
+    if (tcp)
+      banner += ", tcp " + peer_address::numeric(args.tcp.address, tcp->local_port()).to_string();
     std::fprintf(stderr, "%s\n", banner.c_str());
     std::fflush(stderr);
 
@@ -339,14 +346,16 @@ int listen(const arguments& args, std::pmr::memory_resource* strategy) {
     if (failure) std::rethrow_exception(failure);
   }
   const pmrkit::allocation_stats memory = counted.stats();
-  std::string summary = "pmrkit-listen: received " + count_of(shared.handled(), "message", "messages");
+  std::string summary =
+      "pmrkit-listen: received " + count_of(shared.handled(), "message", "messages");
   if (args.udp_port && args.tcp_port) {
     summary += " (udp " + std::to_string(udp_stats.received) + ", tcp " +
                std::to_string(tcp_stats.frames) + ")";
   }
   summary += "\n";
   if (shared.ignored() != 0)
-    summary += "  ignored after --count: " + count_of(shared.ignored(), "message", "messages") + "\n";
+    summary +=
+        "  ignored after --count: " + count_of(shared.ignored(), "message", "messages") + "\n";
   if (args.udp_port) {
     summary += "  udp: " + count_of(udp_stats.received, "datagram", "datagrams") + " (" +
                count_of(udp_stats.bytes_received, "byte", "bytes") + ") in " +
@@ -357,8 +366,8 @@ int listen(const arguments& args, std::pmr::memory_resource* strategy) {
   if (args.tcp_port) {
     summary += "  tcp: " + count_of(tcp_stats.frames, "message", "messages") + " (" +
                count_of(tcp_stats.bytes_received, "byte", "bytes") + "); " +
-               count_of(tcp_stats.connections_accepted, "connection", "connections") + " accepted, " +
-               std::to_string(tcp_stats.connections_closed) + " closed, " +
+               count_of(tcp_stats.connections_accepted, "connection", "connections") +
+               " accepted, " + std::to_string(tcp_stats.connections_closed) + " closed, " +
                std::to_string(tcp_stats.connections_rejected) + " rejected, " +
                std::to_string(tcp_stats.idle_closed) + " closed idle, " +
                std::to_string(tcp_stats.connections_reset) + " reset, " +

@@ -162,7 +162,9 @@ std::size_t span_encoder::encode_to(const span& s, std::span<std::byte> out) {
 
 // ---------------------------------------------------------------- views
 
-metric_type sample_view::metric() const noexcept { return static_cast<metric_type>(message_->metric()); }
+metric_type sample_view::metric() const noexcept {
+  return static_cast<metric_type>(message_->metric());
+}
 std::string_view sample_view::name() const noexcept { return message_->name(); }
 float sample_view::value() const noexcept { return message_->value(); }
 std::int64_t sample_view::timestamp() const noexcept { return message_->timestamp(); }
@@ -243,20 +245,22 @@ span span_view::to_span() const {
 span_parser::span_parser(buffer_pool& pool, const span_parser_options& options)
     : pool_(&pool), options_(options), arena_block_(options.initial_arena_block) {
   if (options.max_arena_block > max_arena_block_limit) {
-    throw std::invalid_argument("span_parser: max_arena_block " + std::to_string(options.max_arena_block) +
-                                " is too large; allowed: up to " + std::to_string(max_arena_block_limit));
+    throw std::invalid_argument(
+        "span_parser: max_arena_block " + std::to_string(options.max_arena_block) +
+        " is too large; allowed: up to " + std::to_string(max_arena_block_limit));
   }
   if (options.initial_arena_block < min_arena_block ||
       options.initial_arena_block > options.max_arena_block) {
-    throw std::invalid_argument("span_parser: initial_arena_block " +
-                                std::to_string(options.initial_arena_block) + " is out of range; allowed: " +
-                                std::to_string(min_arena_block) + ".." +
-                                std::to_string(options.max_arena_block) + " (max_arena_block)");
+    throw std::invalid_argument(
+        "span_parser: initial_arena_block " + std::to_string(options.initial_arena_block) +
+        " is out of range; allowed: " + std::to_string(min_arena_block) + ".." +
+        std::to_string(options.max_arena_block) + " (max_arena_block)");
   }
   arena_block_published_.set(arena_block_);
 }
 
-bool span_parser::parse(std::span<const std::byte> bytes, function_ref<void(const span_view&)> on_span) {
+bool span_parser::parse(std::span<const std::byte> bytes,
+                        function_ref<void(const span_view&)> on_span) {
   if (bytes.size() > static_cast<std::size_t>(INT_MAX)) {
     parse_errors_.add();
     return false;
@@ -278,7 +282,8 @@ bool span_parser::parse(std::span<const std::byte> bytes, function_ref<void(cons
   const std::uint64_t used = arena.SpaceAllocated();
   if (used > block.capacity()) {
     arena_overflows_.add();
-    arena_block_ = std::min(options_.max_arena_block, std::bit_ceil(static_cast<std::size_t>(used)));
+    arena_block_ =
+        std::min(options_.max_arena_block, std::bit_ceil(static_cast<std::size_t>(used)));
     arena_block_published_.set(arena_block_);
   }
   if (!parsed) {

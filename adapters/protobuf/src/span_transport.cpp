@@ -21,7 +21,8 @@ constexpr std::size_t max_batch = 1024;
 
 [[noreturn]] void throw_errno(const char* call, const std::string& where) {
   const int error = errno;
-  throw datagram::socket_error(error, std::string(call) + ' ' + where + ": " + std::strerror(error));
+  throw datagram::socket_error(error,
+                               std::string(call) + ' ' + where + ": " + std::strerror(error));
 }
 
 }  // namespace
@@ -34,7 +35,8 @@ struct span_sender::impl {
                                      " is out of range; allowed: 1.." + std::to_string(max_batch));
     }
     if (options.port == 0) {
-      throw datagram::invalid_option("span_sender needs the receiver's port; port 0 is not allowed");
+      throw datagram::invalid_option(
+          "span_sender needs the receiver's port; port 0 is not allowed");
     }
     const auto to = datagram::peer_address::numeric(options.address, options.port);
     fd = ::socket(to.family(), SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -100,7 +102,8 @@ std::size_t span_sender::flush() {
   std::size_t at = 0;
   // Each pass sends at least one message or skips one the kernel refused: at most `count`.
   while (at < count) {
-    const int n = ::sendmmsg(i.fd, i.headers.data() + at, static_cast<unsigned>(count - at), MSG_DONTWAIT);
+    const int n =
+        ::sendmmsg(i.fd, i.headers.data() + at, static_cast<unsigned>(count - at), MSG_DONTWAIT);
     if (n < 0) {
       if (errno == EINTR) continue;
       i.send_errors.add();

@@ -122,7 +122,8 @@ failure_sweep_result failure_sweep(Make&& make, Operation&& operation, Usable&& 
       } catch (...) {
         const std::exception_ptr error = std::current_exception();
         if (!(options.also_expected && options.also_expected(error)))
-          throw failure_sweep_error(at + "the operation threw " + detail::describe_exception(error) +
+          throw failure_sweep_error(at + "the operation threw " +
+                                    detail::describe_exception(error) +
                                     " instead of std::bad_alloc");
       }
       fired = faulty.fired();

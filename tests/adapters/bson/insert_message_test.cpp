@@ -102,7 +102,8 @@ TEST_CASE("insert message layout follows the OP_MSG specification", "[bson][inse
   CHECK(m.data()[seq] == std::byte{1});
   std::size_t docs_bytes = 0;
   for (const auto& d : docs) docs_bytes += d.size();
-  CHECK(i32_at(m, seq + 1) == static_cast<std::int32_t>(4 + std::strlen("documents") + 1 + docs_bytes));
+  CHECK(i32_at(m, seq + 1) ==
+        static_cast<std::int32_t>(4 + std::strlen("documents") + 1 + docs_bytes));
   CHECK(std::string(reinterpret_cast<const char*>(m.data() + seq + 5)) == "documents");
   CHECK(seq + 1 + static_cast<std::size_t>(i32_at(m, seq + 1)) == m.size());
 }
@@ -285,7 +286,8 @@ TEST_CASE("a message grows through its buffer's pool when documents outgrow it",
 }
 
 TEST_CASE("insert_message writes into a caller's buffer too", "[bson][insert]") {
-  pmrkit::byte_buffer out = pmrkit::byte_buffer::make_standalone(std::pmr::new_delete_resource(), 4096);
+  pmrkit::byte_buffer out =
+      pmrkit::byte_buffer::make_standalone(std::pmr::new_delete_resource(), 4096);
   const void* storage = out.data();
   const auto docs = people(5);
   for (int round = 0; round < 3; ++round) {

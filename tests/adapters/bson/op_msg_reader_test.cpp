@@ -130,7 +130,8 @@ TEST_CASE("reader accepts what insert_message writes", "[bson][reader]") {
   const pmrkit::byte_buffer out = message.finish();
   const auto view = parse_op_msg(out.span());
   CHECK(view.sequence(0).documents.count() == 50);
-  CHECK(view.sequence(0).size == static_cast<std::int32_t>(out.size() - view.body().size() - 20 - 2));
+  CHECK(view.sequence(0).size ==
+        static_cast<std::int32_t>(out.size() - view.body().size() - 20 - 2));
 }
 
 TEST_CASE("every truncation of a valid message is rejected", "[bson][reader]") {

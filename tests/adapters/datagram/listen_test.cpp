@@ -80,7 +80,8 @@ TEST_CASE("pmrkit-listen refuses a bad value for each option, saying what is all
     INFO(arguments[2] << " " << (arguments.size() > 3 ? arguments[3] : ""));
     REQUIRE(child.wait() == std::optional<int>(2));
     CHECK_THAT(child.err(), Catch::Matchers::Contains(message));
-    if (arguments.size() > 3) CHECK_THAT(child.err(), Catch::Matchers::Contains("\"" + arguments[3] + "\""));
+    if (arguments.size() > 3)
+      CHECK_THAT(child.err(), Catch::Matchers::Contains("\"" + arguments[3] + "\""));
   }
 }
 
@@ -104,8 +105,9 @@ TEST_CASE("pmrkit-listen binds --address and applies --max-datagram; its summary
   CHECK(listen.child.out() == "hello\n");
   const std::string summary = listen.child.err();
   CHECK_THAT(summary, Catch::Matchers::Contains("received 1 message\n"));
-  CHECK(std::regex_search(summary, std::regex("udp: 1 datagram \\(5 bytes\\) in (1 batch|2 batches), "
-                                              "1 truncated, 0 dropped by the kernel\n")));
+  CHECK(
+      std::regex_search(summary, std::regex("udp: 1 datagram \\(5 bytes\\) in (1 batch|2 batches), "
+                                            "1 truncated, 0 dropped by the kernel\n")));
 }
 
 TEST_CASE("pmrkit-listen applies --max-per-peer and --framing; its summary counts right",

@@ -44,11 +44,13 @@ TEST_CASE("logger's UDP messages arrive intact", "[logger]") {
   {
     udp_receiver rx({}, &counted);
     const std::string text = unique_text("udp");
-    REQUIRE(run_program({"logger", "-n", "127.0.0.1", "-P", std::to_string(rx.local_port()), "-d", text},
-                        scratch("logger-udp")) == 0);
+    REQUIRE(run_program(
+                {"logger", "-n", "127.0.0.1", "-P", std::to_string(rx.local_port()), "-d", text},
+                scratch("logger-udp")) == 0);
     std::vector<std::string> got;
-    poll_until([&] { return !got.empty(); },
-               [&] { rx.poll_once(100ms, [&](datagram& d) { got.push_back(as_string(d.bytes())); }); });
+    poll_until(
+        [&] { return !got.empty(); },
+        [&] { rx.poll_once(100ms, [&](datagram& d) { got.push_back(as_string(d.bytes())); }); });
     REQUIRE(got.size() == 1);
     check_syslog_line(got[0], text);
   }
@@ -63,16 +65,19 @@ TEST_CASE("logger's TCP messages arrive intact, octet-counted or newline-delimit
   const std::string counted_text = unique_text("tcp octet-counted");
   const std::string newline_text = unique_text("tcp newline");
   // logger connects, writes and exits; the kernel queues the connection until we accept it.
-  REQUIRE(run_program({"logger", "-T", "--octet-count", "-n", "127.0.0.1", "-P", port, counted_text},
-                      scratch("logger-tcp1")) == 0);
+  REQUIRE(
+      run_program({"logger", "-T", "--octet-count", "-n", "127.0.0.1", "-P", port, counted_text},
+                  scratch("logger-tcp1")) == 0);
   REQUIRE(run_program({"logger", "-T", "-n", "127.0.0.1", "-P", port, newline_text},
                       scratch("logger-tcp2")) == 0);
   std::vector<std::string> got;
-  poll_until([&] { return got.size() >= 2 && rx.open_connections() == 0; },
-             [&] { rx.poll_once(100ms, [&](tcp_frame& f) { got.push_back(as_string(f.bytes())); }); });
+  poll_until(
+      [&] { return got.size() >= 2 && rx.open_connections() == 0; },
+      [&] { rx.poll_once(100ms, [&](tcp_frame& f) { got.push_back(as_string(f.bytes())); }); });
   REQUIRE(got.size() == 2);
   std::sort(got.begin(), got.end(), [](const std::string& a, const std::string& b) {
-    return a.find("octet-counted") != std::string::npos && b.find("octet-counted") == std::string::npos;
+    return a.find("octet-counted") != std::string::npos &&
+           b.find("octet-counted") == std::string::npos;
   });
   check_syslog_line(got[0], counted_text);
   check_syslog_line(got[1], newline_text);
@@ -82,8 +87,9 @@ TEST_CASE("logger's TCP messages arrive intact, octet-counted or newline-delimit
 
 TEST_CASE("pmrkit-listen prints what logger sends and stops after --count", "[logger][listen]") {
   if (!have_logger()) return;
-  listen_process listen({"--udp", "0", "--tcp", "0", "--strategy", "size_class", "--count", "3", "--print"},
-                        "listen-count");
+  listen_process listen(
+      {"--udp", "0", "--tcp", "0", "--strategy", "size_class", "--count", "3", "--print"},
+      "listen-count");
   INFO(listen.child.err());
   REQUIRE(!listen.udp_port.empty());
   REQUIRE(!listen.tcp_port.empty());
@@ -91,8 +97,9 @@ TEST_CASE("pmrkit-listen prints what logger sends and stops after --count", "[lo
                                        unique_text("listen tcp newline")};
   REQUIRE(run_program({"logger", "-n", "127.0.0.1", "-P", listen.udp_port, "-d", texts[0]},
                       scratch("listen-logger1")) == 0);
-  REQUIRE(run_program({"logger", "-T", "--octet-count", "-n", "127.0.0.1", "-P", listen.tcp_port, texts[1]},
-                      scratch("listen-logger2")) == 0);
+  REQUIRE(run_program(
+              {"logger", "-T", "--octet-count", "-n", "127.0.0.1", "-P", listen.tcp_port, texts[1]},
+              scratch("listen-logger2")) == 0);
   REQUIRE(run_program({"logger", "-T", "-n", "127.0.0.1", "-P", listen.tcp_port, texts[2]},
                       scratch("listen-logger3")) == 0);
   REQUIRE(listen.child.wait() == std::optional<int>(0));

@@ -35,7 +35,8 @@ result frame(const std::string& stream, std::vector<std::size_t> chunk_sizes,
     const std::size_t n = std::min(chunk_sizes[i % chunk_sizes.size()], stream.size() - at);
     const std::vector<std::byte> chunk(reinterpret_cast<const std::byte*>(stream.data()) + at,
                                        reinterpret_cast<const std::byte*>(stream.data()) + at + n);
-    r.error = framer.feed(chunk, [&](std::span<const std::byte> f) { r.frames.push_back(as_string(f)); });
+    r.error =
+        framer.feed(chunk, [&](std::span<const std::byte> f) { r.frames.push_back(as_string(f)); });
     at += n;
   }
   return r;
@@ -154,7 +155,8 @@ TEST_CASE("syslog_framer takes its assembly buffers from the pool and gives them
   pmrkit::counting_resource counted;
   {
     pmrkit::buffer_pool pool(&counted);
-    const std::string stream = "300 " + std::string(300, 'a') + "<13>" + std::string(500, 'b') + "\n";
+    const std::string stream =
+        "300 " + std::string(300, 'a') + "<13>" + std::string(500, 'b') + "\n";
     const auto r = frame(stream, {7}, {}, &pool);
     REQUIRE(r.frames.size() == 2);
     CHECK(r.frames[0] == std::string(300, 'a'));
@@ -205,7 +207,8 @@ TEST_CASE("syslog_framer round-trips random streams cut at random", "[framer]") 
       if (rng() % 4 == 0) stream += "\n";
     }
     std::vector<std::size_t> chunks;
-    for (int k = 0; k < 8; ++k) chunks.push_back(std::uniform_int_distribution<std::size_t>(1, 64)(rng));
+    for (int k = 0; k < 8; ++k)
+      chunks.push_back(std::uniform_int_distribution<std::size_t>(1, 64)(rng));
     const auto r = frame(stream, chunks, {.max_frame_size = 1024});
     REQUIRE(r.error == framing_error::none);
     REQUIRE(r.frames == frames);

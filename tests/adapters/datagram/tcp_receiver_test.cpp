@@ -129,11 +129,12 @@ TEST_CASE("tcp_receiver serves many connections at once", "[tcp]") {
   std::vector<std::unique_ptr<tcp_client>> clients;
   constexpr int connections = 20;
   constexpr int per_connection = 5;
-  for (int i = 0; i < connections; ++i) clients.push_back(std::make_unique<tcp_client>(rx.local_port()));
+  for (int i = 0; i < connections; ++i)
+    clients.push_back(std::make_unique<tcp_client>(rx.local_port()));
   for (int round = 0; round < per_connection; ++round) {
     for (int i = 0; i < connections; ++i) {
-      REQUIRE(clients[static_cast<std::size_t>(i)]->send("<13>client " + std::to_string(i) + " message " +
-                                                         std::to_string(round) + "\n"));
+      REQUIRE(clients[static_cast<std::size_t>(i)]->send(
+          "<13>client " + std::to_string(i) + " message " + std::to_string(round) + "\n"));
     }
   }
   collected c;
@@ -144,7 +145,8 @@ TEST_CASE("tcp_receiver serves many connections at once", "[tcp]") {
     REQUIRE(frames.size() == per_connection);
     const std::string prefix = frames[0].substr(0, frames[0].find(" message "));
     for (int round = 0; round < per_connection; ++round)
-      CHECK(frames[static_cast<std::size_t>(round)] == prefix + " message " + std::to_string(round));
+      CHECK(frames[static_cast<std::size_t>(round)] ==
+            prefix + " message " + std::to_string(round));
   }
   CHECK(rx.stats().connections_accepted == connections);
 }
@@ -179,7 +181,9 @@ TEST_CASE("tcp_receiver serves a well-behaved client while one peer holds all it
   tcp_receiver rx;
   const std::size_t hostile_count = rx.options().max_connections;
   REQUIRE(allow_descriptors(2 * hostile_count + 256));
-  auto serve = [&] { rx.poll_once(100ms, [](tcp_frame&) { FAIL("the hostile peer sends nothing"); }); };
+  auto serve = [&] {
+    rx.poll_once(100ms, [](tcp_frame&) { FAIL("the hostile peer sends nothing"); });
+  };
   std::vector<std::unique_ptr<tcp_client>> hostile;
   while (hostile.size() < hostile_count) {
     hostile.push_back(std::make_unique<tcp_client>(rx.local_port(), "127.0.0.2"));
@@ -206,7 +210,8 @@ TEST_CASE("tcp_receiver limits the connections each peer address holds", "[tcp]"
   tcp_receiver rx({.max_connections = 8, .max_connections_per_peer = 3});
   auto serve = [&] { rx.poll_once(100ms, [](tcp_frame&) {}); };
   std::vector<std::unique_ptr<tcp_client>> hostile;
-  for (int i = 0; i < 6; ++i) hostile.push_back(std::make_unique<tcp_client>(rx.local_port(), "127.0.0.2"));
+  for (int i = 0; i < 6; ++i)
+    hostile.push_back(std::make_unique<tcp_client>(rx.local_port(), "127.0.0.2"));
   poll_until([&] { return rx.stats().connections_accepted == 6; }, serve);
   CHECK(rx.stats().connections_rejected == 3);
   CHECK(rx.open_connections() == 3);
@@ -303,8 +308,9 @@ TEST_CASE("tcp_receiver pauses accepting while out of descriptors, then accepts"
   REQUIRE(later.stats().connections_accepted == 0);
   REQUIRE(second.send("2 ok"));
   std::vector<std::string> got;
-  poll_until([&] { return !got.empty(); },
-             [&] { later.poll_once(100ms, [&](tcp_frame& f) { got.push_back(as_string(f.bytes())); }); });
+  poll_until(
+      [&] { return !got.empty(); },
+      [&] { later.poll_once(100ms, [&](tcp_frame& f) { got.push_back(as_string(f.bytes())); }); });
   CHECK(later.stats().connections_accepted == 1);
   CHECK(got == std::vector<std::string>{"ok"});
 }
@@ -315,8 +321,9 @@ TEST_CASE("tcp_receiver counts a connection that ends inside a frame", "[tcp]") 
     tcp_client client(rx.local_port());
     REQUIRE(client.send("20 only part"));
   }
-  poll_until([&] { return rx.stats().connections_closed == 1; },
-             [&] { rx.poll_once(100ms, [](tcp_frame&) { FAIL("a cut frame is not handed on"); }); });
+  poll_until(
+      [&] { return rx.stats().connections_closed == 1; },
+      [&] { rx.poll_once(100ms, [](tcp_frame&) { FAIL("a cut frame is not handed on"); }); });
   CHECK(rx.stats().cut_at_close == 1);
 }
 
@@ -324,7 +331,9 @@ TEST_CASE("tcp_receiver counts a connection reset inside a frame", "[tcp]") {
   tcp_receiver rx;
   tcp_client client(rx.local_port());
   REQUIRE(client.send("20 only part"));
-  auto serve = [&] { rx.poll_once(100ms, [](tcp_frame&) { FAIL("a cut frame is not handed on"); }); };
+  auto serve = [&] {
+    rx.poll_once(100ms, [](tcp_frame&) { FAIL("a cut frame is not handed on"); });
+  };
   // The partial frame is read before the reset, which might otherwise discard it unread.
   poll_until([&] { return rx.stats().bytes_received == 12; }, serve);
   client.reset();

@@ -30,8 +30,9 @@ std::string message(int i) { return "<13>1 - host app - - - message number " + s
 // Receives until `count` datagrams were handed on (or the deadline passed).
 std::vector<std::string> receive(udp_receiver& rx, std::size_t count) {
   std::vector<std::string> got;
-  poll_until([&] { return got.size() >= count; },
-             [&] { rx.poll_once(100ms, [&](datagram& d) { got.push_back(as_string(d.bytes())); }); });
+  poll_until(
+      [&] { return got.size() >= count; },
+      [&] { rx.poll_once(100ms, [&](datagram& d) { got.push_back(as_string(d.bytes())); }); });
   return got;
 }
 
@@ -80,8 +81,8 @@ TEST_CASE("udp_receiver counts datagrams over max_datagram_size and never hands 
   REQUIRE(got.size() == 2);
   CHECK(got[0] == std::string(512, 'y'));
   CHECK(got[1] == "after");
-  poll_until([&] { return rx.stats().truncated >= 2; }, [&] { rx.poll_once(10ms, [](datagram&) {}); },
-             2s);
+  poll_until([&] { return rx.stats().truncated >= 2; },
+             [&] { rx.poll_once(10ms, [](datagram&) {}); }, 2s);
   CHECK(rx.stats().truncated == 2);
   CHECK(rx.stats().received == 2);
 }
@@ -125,7 +126,8 @@ TEST_CASE("udp_receiver lets the handler keep a buffer, which returns to the poo
       // More traffic reuses the armed buffers; the kept ones must be untouched by it.
       for (int i = 0; i < 20; ++i) REQUIRE(tx.send(std::string(200, 'q')));
       seen = 0;
-      poll_until([&] { return seen >= 20; }, [&] { seen += rx.poll_once(100ms, [](datagram&) {}); });
+      poll_until([&] { return seen >= 20; },
+                 [&] { seen += rx.poll_once(100ms, [](datagram&) {}); });
       REQUIRE(seen == 20);
     }
     std::set<std::string> expected;
@@ -174,7 +176,8 @@ TEST_CASE("udp_receiver::stop ends run() promptly from another thread", "[udp][c
 
 TEST_CASE("udp_receiver::stop interrupts a long poll_once wait", "[udp][concurrent]") {
   udp_receiver rx;
-  auto waiting = std::async(std::launch::async, [&] { return rx.poll_once(60s, [](datagram&) {}); });
+  auto waiting =
+      std::async(std::launch::async, [&] { return rx.poll_once(60s, [](datagram&) {}); });
   std::this_thread::sleep_for(20ms);  // let it block in poll(); stop works either way
   rx.stop();
   REQUIRE(waiting.wait_for(10s) == std::future_status::ready);
@@ -258,7 +261,8 @@ TEST_CASE("udp_receiver rejects bad options with a message saying what is allowe
     udp_receiver second({.port = first.local_port()});
   } catch (const socket_error& e) {
     CHECK(e.code().value() == EADDRINUSE);
-    CHECK_THAT(e.what(), Catch::Matchers::Contains("127.0.0.1:" + std::to_string(first.local_port())));
+    CHECK_THAT(e.what(),
+               Catch::Matchers::Contains("127.0.0.1:" + std::to_string(first.local_port())));
   }
 }
 

@@ -69,7 +69,8 @@ TEST_CASE("span_encoder and span_parser round-trip a span", "[protobuf]") {
   CHECK(parser.stats().parse_errors == 0);
 }
 
-TEST_CASE("serialize() writes the same span the encoder does, on the given resource", "[protobuf]") {
+TEST_CASE("serialize() writes the same span the encoder does, on the given resource",
+          "[protobuf]") {
   pmrkit::counting_resource counted;
   const span original = example_span();
   {
@@ -199,7 +200,8 @@ TEST_CASE("protoc decodes the encoder's bytes with the installed schema", "[prot
   const std::string output = scratch("span.txt");
   {
     std::ofstream out(input, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    out.write(reinterpret_cast<const char*>(bytes.data()),
+              static_cast<std::streamsize>(bytes.size()));
   }
   const std::string command = std::string(PMRKIT_PROTOC) + " --decode=pmrkit.ssf.SSFSpan -I " +
                               PMRKIT_SSF_PROTO_DIR + " pmrkit/ssf/span.proto < " + input + " > " +
@@ -295,8 +297,9 @@ TEST_CASE("span_parser releases its arena when the callback throws", "[protobuf]
     span_encoder encoder(pool);
     span_parser parser(pool);
     const pmrkit::byte_buffer bytes = encoder.encode(example_span());
-    CHECK_THROWS_AS(parser.parse(bytes.span(), [](const span_view&) { throw std::runtime_error("x"); }),
-                    std::runtime_error);
+    CHECK_THROWS_AS(
+        parser.parse(bytes.span(), [](const span_view&) { throw std::runtime_error("x"); }),
+        std::runtime_error);
     CHECK(counted.stats().bytes_in_use == pool.stats().bytes_retained + bytes.capacity());
   }
   CHECK(counted.stats().bytes_in_use == 0);

@@ -47,8 +47,9 @@ TEST_CASE("span_sender batches spans that span_receiver parses", "[protobuf][udp
     CHECK(tx.flush() == count % 16);
     CHECK(tx.queued() == 0);
     std::vector<span> got;
-    poll_until([&] { return got.size() >= count; },
-               [&] { rx.poll_once(100ms, [&](const span_view& v) { got.push_back(v.to_span()); }); });
+    poll_until(
+        [&] { return got.size() >= count; },
+        [&] { rx.poll_once(100ms, [&](const span_view& v) { got.push_back(v.to_span()); }); });
     REQUIRE(got.size() == count);
     for (int i = 0; i < count; ++i) CHECK(got[static_cast<std::size_t>(i)] == numbered(i));
     const span_sender_stats sent = tx.stats();
@@ -106,7 +107,8 @@ TEST_CASE("span_receiver::run stops promptly on stop()", "[protobuf][udp][concur
   auto running = std::async(std::launch::async, [&] { return rx.run([](const span_view&) {}); });
   span_sender tx({.port = rx.local_port(), .batch_size = 1});
   tx.send(numbered(1));
-  poll_until([&] { return rx.stats().parser.parsed == 1; }, [] { std::this_thread::sleep_for(1ms); });
+  poll_until([&] { return rx.stats().parser.parsed == 1; },
+             [] { std::this_thread::sleep_for(1ms); });
   rx.stop();
   REQUIRE(running.wait_for(10s) == std::future_status::ready);
   CHECK(running.get() == 1);

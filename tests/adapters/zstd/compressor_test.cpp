@@ -39,7 +39,8 @@ TEST_CASE("round trips across levels, windows and input sizes", "[zstd][compress
   const config configs[] = {{-5, 20}, {1, 10}, {3, 14}, {3, 20}, {9, 17}, {19, 16}};
   const std::size_t sizes[] = {0, 1, 100, 16 * 1024, 16 * 1024 + 1, 130 * 1024, 300 * 1024};
   for (const auto& cfg : configs) {
-    compressor c(std::pmr::new_delete_resource(), {.level = cfg.level, .window_log = cfg.window_log});
+    compressor c(std::pmr::new_delete_resource(),
+                 {.level = cfg.level, .window_log = cfg.window_log});
     for (const std::size_t size : sizes) {
       INFO("level " << cfg.level << " window_log " << cfg.window_log << " size " << size);
       const bytes input = pmrkit::zstd::test::payload(size, static_cast<unsigned>(size));
@@ -161,7 +162,8 @@ TEST_CASE("window_log bounds the context's memory", "[zstd][compressor]") {
 }
 
 TEST_CASE("bad options are rejected with the allowed range", "[zstd][compressor]") {
-  CHECK_THROWS_AS(compressor(std::pmr::new_delete_resource(), {.level = 99}), std::invalid_argument);
+  CHECK_THROWS_AS(compressor(std::pmr::new_delete_resource(), {.level = 99}),
+                  std::invalid_argument);
   CHECK_THROWS_AS(compressor(std::pmr::new_delete_resource(), {.window_log = 9}),
                   std::invalid_argument);
   CHECK_THROWS_AS(compressor(std::pmr::new_delete_resource(), {.window_log = 28}),
@@ -195,7 +197,8 @@ TEST_CASE("a resource that fails leaves nothing allocated", "[zstd][compressor]"
 #ifdef PMRKIT_TEST_ZSTD_CLI
 TEST_CASE("the zstd command-line tool decompresses what compress() writes", "[zstd][cli]") {
   for (const bool checksum : {false, true}) {
-    compressor c(std::pmr::new_delete_resource(), {.level = 3, .window_log = 20, .checksum = checksum});
+    compressor c(std::pmr::new_delete_resource(),
+                 {.level = 3, .window_log = 20, .checksum = checksum});
     const bytes input = pmrkit::zstd::test::payload(200'000);
     pmrkit::byte_buffer frame(std::pmr::new_delete_resource());
     c.compress(input, frame);

@@ -40,15 +40,16 @@ inline std::vector<std::byte> random_bytes(std::size_t size, unsigned seed = 7) 
 }
 
 // Runs `zstd -d -c` on the bytes; returns its stdout, and sets ok to whether it exited 0.
-inline std::vector<std::byte> zstd_cli_decompress(const char* zstd, std::span<const std::byte> frame,
-                                                  bool& ok) {
+inline std::vector<std::byte> zstd_cli_decompress(const char* zstd,
+                                                  std::span<const std::byte> frame, bool& ok) {
   static int counter = 0;
   const auto path = std::filesystem::temp_directory_path() /
                     ("pmrkit_zstd_" + std::to_string(::getpid()) + "_" +
                      std::to_string(counter++) + ".zst");
   {
     std::ofstream f(path, std::ios::binary);
-    f.write(reinterpret_cast<const char*>(frame.data()), static_cast<std::streamsize>(frame.size()));
+    f.write(reinterpret_cast<const char*>(frame.data()),
+            static_cast<std::streamsize>(frame.size()));
   }
   const std::string command = std::string(zstd) + " -q -d -c " + path.string();
   std::vector<std::byte> output;

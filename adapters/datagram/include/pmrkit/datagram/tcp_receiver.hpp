@@ -62,7 +62,8 @@ struct tcp_receiver_stats {
   std::uint64_t connections_closed = 0;    // for any reason
   std::uint64_t connections_rejected = 0;  // over max_connections or max_connections_per_peer
   std::uint64_t framing_errors = 0;        // connections closed for breaking the framing
-  std::uint64_t cut_at_close = 0;          // connections that ended inside a frame (closed or reset)
+  std::uint64_t cut_at_close = 0;          // connections that ended inside a frame (closed or
+                                           // reset)
   std::uint64_t accept_failures = 0;       // accept() found no descriptor or memory; accepting
                                            // then pauses 100 ms (the connection waits queued)
   std::uint64_t connections_reset = 0;     // ended by the peer with a reset (RST) or an error

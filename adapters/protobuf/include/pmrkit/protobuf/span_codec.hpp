@@ -12,8 +12,8 @@
 //
 // Thread-safety: an encoder or a parser is used by one thread at a time (give each thread its
 // own; they may share a buffer_pool, which is thread-safe); a parser's stats() may be read
-// from any thread. serialize() is a free function, safe from any thread. Ownership: the pool must outlive the encoder/parser and every buffer
-// they return.
+// from any thread. serialize() is a free function, safe from any thread. Ownership: the pool must
+// outlive the encoder/parser and every buffer they return.
 #pragma once
 
 #include <atomic>
