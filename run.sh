@@ -26,7 +26,8 @@ readonly packages=(
 ensure_packages() {
   local missing=()
   for p in "${packages[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+      missing+=("$p")
   done
   [ ${#missing[@]} -eq 0 ] && return 0
   if [ "$(id -u)" -ne 0 ]; then
@@ -44,7 +45,8 @@ build() {  # build DIR [cmake options...]
   # CI holds the code to zero warnings; a newcomer's build should not stop on a new compiler's.
   local strict=OFF
   [ "${CI:-}" = true ] && strict=ON
-  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPMRKIT_WARNINGS_AS_ERRORS=$strict "$@" >/dev/null
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DPMRKIT_WARNINGS_AS_ERRORS=$strict "$@" >/dev/null
   cmake --build "$dir"
 }
 
@@ -57,12 +59,17 @@ case "$cmd" in
     exec /usr/bin/python3 bench/report/run.py --bench build/bench/pmrkit_bench --out out "$@"
     ;;
   replay)
-    [ $# -ge 1 ] || { echo "usage: ./run.sh replay TRACE [--strategy SPEC]... [--quick] [--sweep] [--repetitions N]" >&2; exit 2; }
+    if [ $# -lt 1 ]; then
+      echo "usage: ./run.sh replay TRACE [--strategy SPEC]... [--quick] [--sweep]" \
+           "[--repetitions N]" >&2
+      exit 2
+    fi
     trace=$1; shift
     [[ $trace = /* ]] || trace=$caller_dir/$trace
     ensure_packages
     build build -DPMRKIT_BUILD_TESTS=OFF
-    exec /usr/bin/python3 bench/report/replay.py "$trace" --replay build/trace/pmrkit-replay --out out/replay "$@"
+    exec /usr/bin/python3 bench/report/replay.py "$trace" --replay build/trace/pmrkit-replay \
+      --out out/replay "$@"
     ;;
   test)
     ensure_packages
@@ -70,7 +77,10 @@ case "$cmd" in
     ctest --test-dir build --output-on-failure -j2
     ;;
   compare)
-    [ $# -ge 2 ] || { echo "usage: ./run.sh compare OLD.json NEW.json [--workload NAME] [--csv FILE]" >&2; exit 2; }
+    if [ $# -lt 2 ]; then
+      echo "usage: ./run.sh compare OLD.json NEW.json [--workload NAME] [--csv FILE]" >&2
+      exit 2
+    fi
     ensure_packages
     exec /usr/bin/python3 bench/report/compare.py "$@"
     ;;
@@ -88,7 +98,8 @@ case "$cmd" in
   fuzz)
     ensure_packages
     seconds=${1:-60}
-    build build-fuzz -DCMAKE_CXX_COMPILER=clang++ -DPMRKIT_BUILD_FUZZERS=ON -DPMRKIT_BUILD_BENCH=OFF -DPMRKIT_BUILD_TESTS=OFF
+    build build-fuzz -DCMAKE_CXX_COMPILER=clang++ -DPMRKIT_BUILD_FUZZERS=ON \
+      -DPMRKIT_BUILD_BENCH=OFF -DPMRKIT_BUILD_TESTS=OFF
     tests/fuzz/run_fuzzers.sh build-fuzz "$seconds"
     ;;
   consumer)

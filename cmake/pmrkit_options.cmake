@@ -11,6 +11,7 @@ endfunction()
 # Sanitizers apply to the whole build (libraries, tests, benchmarks) so that instrumented
 # and uninstrumented code never mix.
 if(PMRKIT_SANITIZE)
-  add_compile_options(-fsanitize=${PMRKIT_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
+  add_compile_options(-fsanitize=${PMRKIT_SANITIZE} -fno-omit-frame-pointer
+                      -fno-sanitize-recover=all)
   add_link_options(-fsanitize=${PMRKIT_SANITIZE})
 endif()

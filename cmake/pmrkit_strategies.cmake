@@ -11,8 +11,8 @@ function(pmrkit_strategy_sources var folder)
   set(${var} ${sources} PARENT_SCOPE)
 endfunction()
 
-# pmrkit_strategy_list(TARGET FOLDER...): (absolute FOLDERs) adds to TARGET the generated registered_strategies()
-# listing the strategies of every FOLDER's list.txt, in that order.
+# pmrkit_strategy_list(TARGET FOLDER...): (absolute FOLDERs) adds to TARGET the generated
+# registered_strategies() listing the strategies of every FOLDER's list.txt, in that order.
 function(pmrkit_strategy_list target)
   set(names "")
   foreach(folder IN LISTS ARGN)

@@ -1,8 +1,9 @@
 """summary.csv: one row per workload/strategy/variant/preload with medians, deltas and p-values,
 faults_per_op (the timed loop's page faults per op), and the memory axis: peak_held_bytes,
-peak_live_bytes, held_over_live (medians), how held was measured, and whether the row is on its table's time-vs-held Pareto front. heap_state names the
-state every figure of the row comes from (warm: beside a live background set); where the run
-also ran the row idle, idle_ns_per_op_median is its time then and idle_over_warm the ratio. Phase workloads add
+peak_live_bytes, held_over_live (medians), how held was measured, and whether the row is on its
+table's time-vs-held Pareto front. heap_state names the state every figure of the row comes
+from (warm: beside a live background set); where the run also ran the row idle,
+idle_ns_per_op_median is its time then and idle_over_warm the ratio. Phase workloads add
 phase_<name>_held_bytes / _live_bytes / _held_over_live columns, one set per phase. Where the
 table has the rival's rows (mimalloc_plain), ratio_to_rival is the row's time over the rival's,
 median over the rounds, rival_rounds how many rounds it pairs (0: the ratio of the medians) and

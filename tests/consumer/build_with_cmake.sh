@@ -21,7 +21,8 @@ mkdir -p "$deps/lib/$arch/cmake" "$deps/include"
 for package in bson-1.0 zstd; do
   cp -r "$system_lib/cmake/$package" "$deps/lib/$arch/cmake/"
 done
-for library in "$system_lib"/libbson*.{so,a}* "$system_lib"/libzstd.{so,a}* "$system_lib"/libprotobuf.{so,a}*; do
+for library in "$system_lib"/libbson*.{so,a}* "$system_lib"/libzstd.{so,a}* \
+               "$system_lib"/libprotobuf.{so,a}*; do
   [ -e "$library" ] && ln -s "$library" "$deps/lib/$arch/"
 done
 for header_dir in libbson-1.0 google zstd.h zstd_errors.h zdict.h; do

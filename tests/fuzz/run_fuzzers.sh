@@ -20,7 +20,8 @@ trap 'rm -rf "$work"' EXIT
 shopt -s nullglob
 targets=("$build"/tests/fuzz/pmrkit_fuzz_*)
 if [ ${#targets[@]} -eq 0 ]; then
-  echo "run_fuzzers.sh: no pmrkit_fuzz_* targets in $build/tests/fuzz (configure with -DPMRKIT_BUILD_FUZZERS=ON)" >&2
+  echo "run_fuzzers.sh: no pmrkit_fuzz_* targets in $build/tests/fuzz" \
+       "(configure with -DPMRKIT_BUILD_FUZZERS=ON)" >&2
   exit 2
 fi
 
@@ -52,7 +53,8 @@ for exe in "${targets[@]}"; do
     failed=1
     echo "!!! $name failed (exit $status); the end of its log:" >&2
     tail -40 "$log" >&2
-    summary+=("$(printf '%-16s %14s  %s' "$name" "${execs:-?}" "FAILED (exit $status), input kept in $artifacts/")")
+    summary+=("$(printf '%-16s %14s  %s' "$name" "${execs:-?}" \
+                 "FAILED (exit $status), input kept in $artifacts/")")
   else
     summary+=("$(printf '%-16s %14s  corpus %s inputs' "$name" "${execs:-?}" "$units")")
   fi

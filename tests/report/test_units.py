@@ -1014,7 +1014,8 @@ class Runner(unittest.TestCase):
 
     def test_unknown_workload_is_an_error_that_lists_the_workloads(self):
         with self.assertRaisesRegex(runner.BenchError, "workloads available: AllocPairs"):
-            runner.plan(FAKE_BENCH, runner.strategy_names(FAKE_BENCH), workloads=["Nope"], preloads=[])
+            runner.plan(FAKE_BENCH, runner.strategy_names(FAKE_BENCH), workloads=["Nope"],
+                        preloads=[])
 
     def test_strategies_come_from_the_binary(self):
         listed = runner.list_strategies(FAKE_BENCH)
@@ -1102,7 +1103,8 @@ class Runner(unittest.TestCase):
                 page = f.read()
             self.assertIn("idle time/op", page)
             self.assertIn("<td>heap state</td><td>warm</td>", page)
-                        # The counts of the counting process, in every timed entry; its own entries not.
+                        # The counts of the counting process, in every timed entry; its own
+                        # entries not.
             fresh = [e for e in doc["benchmarks"]
                      if e.get("pmrkit_heap", "warm") == "warm"
                      and e["name"] in ("DatagramNoFormatting/monotonic/fresh/manual_time",
