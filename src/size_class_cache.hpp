@@ -25,20 +25,37 @@
 
 namespace pmrkit::detail {
 
-// One class's stack. 32 bytes, so two share a cache line and indexing is a shift. `count` is
-// 32-bit, unlike `allocations`, which also keeps GCC from fusing their updates into one 16-byte
-// access that the next call's 8-byte stores could not forward to.
-// Invariant: count <= limit < capacity, or capacity == 0 and limit == count == 0, so a free
-// within the limit always has a slot and a refill has room for the limit plus the block it
-// hands out.
+// One class's stack. 32 bytes, so two share a cache line and indexing is a shift.
+// Invariant: count() <= limit < capacity, or capacity == 0 and limit == count() == 0, so a
+// free within the limit always has a slot and a refill has room for the limit plus the block
+// it hands out.
 template <template <class> class Counter>
 struct block_stack {
-  // slots[count - 1] is the next block handed out. The slots come from the resource's upstream
-  // (the engine allocates and frees them: its reserve_slots and drop_slots), so they count
-  // where the chunks do, and a stack never frees them itself.
+  // slots[count() - 1] is the next block handed out. The slots come from the resource's
+  // upstream (the engine allocates and frees them: its reserve_slots and drop_slots), so they
+  // count where the chunks do, and a stack never frees them itself.
   void** slots = nullptr;
-  Counter<std::uint64_t> allocations;  // frees are derived: blocks out of the store - live
-  Counter<std::uint32_t> count;        // blocks held (stats() reads it from any thread)
+  // The blocks held (the low count_bits) and the blocks handed out (the bits above), in one
+  // word, so that a pop updates both with one addition and one store: kept apart, the count
+  // of allocations alone cost AllocMixed about 4% (docs/size_class_containers.md, "Two
+  // counts in one word"). stats() reads it from any thread and gets a pair the stack really
+  // had. The allocations wrap after 2^54 of them (208 days at a billion a second).
+  Counter<std::uint64_t> tally;
+  static constexpr unsigned count_bits = 10;
+  static constexpr std::uint64_t count_mask = (std::uint64_t{1} << count_bits) - 1;
+  static constexpr std::uint64_t one_allocation = std::uint64_t{1} << count_bits;
+
+  static std::uint32_t count_in(std::uint64_t tally_value) noexcept {
+    return static_cast<std::uint32_t>(tally_value & count_mask);
+  }
+  std::uint32_t count() const noexcept { return count_in(tally.get()); }
+  std::uint64_t allocations() const noexcept { return tally.get() >> count_bits; }
+  void set_count(std::uint32_t held) noexcept { tally.set((tally.get() & ~count_mask) | held); }
+  // Sets the count and adds one allocation: a refill hands out one of the blocks it took.
+  void set_count_and_allocate(std::uint32_t held) noexcept {
+    tally.set((tally.get() & ~count_mask) + one_allocation + held);
+  }
+
   // At most this many held: a free beyond it gives some back (overflow). Starts at 0 and grows
   // on each refill, doubling up to a batch and then a batch at a time, within the cache's byte
   // budget (see size_class_cache); other classes' refills halve it when the budget runs out.
@@ -62,7 +79,7 @@ struct block_stack {
   // Moves the blocks held into `larger` (room for `grown`) and returns the old slots, for the
   // caller to free.
   void** replace_slots(void** larger, std::uint32_t grown) noexcept {
-    const std::uint32_t held = count.get();
+    const std::uint32_t held = count();
     if (held > 0) std::memcpy(larger, slots, held * sizeof(void*));
     capacity = grown;
     return std::exchange(slots, larger);

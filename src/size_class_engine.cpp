@@ -59,6 +59,8 @@ constexpr std::uint32_t touch_ahead = 32;
 constexpr std::size_t largest_sharded_block = 256;
 // No class may hold more than half of a thread's budget, nor more than this many blocks.
 constexpr std::size_t max_cached_blocks = 512;
+// A stack's count, at most its limit and the one block an overflow adds, fits its tally's bits.
+static_assert(max_cached_blocks + 1 <= block_stack<plain_counter>::count_mask);
 // Every cache may grow to this (or thread_cache, if smaller) whatever its share of
 // max_cached_total, so a thread among many still caches a refill or two of its classes.
 constexpr std::size_t guaranteed_cache_bytes = 16 * 1024;
@@ -263,7 +265,8 @@ void size_class_engine<Policy>::end_use_and_sweep(cache_link& link,
 template <class Policy>
 void* size_class_engine<Policy>::allocate_from(size_class_cache& local, unsigned index) {
   block_stack& stack = local.stacks[index];
-  if (const std::uint32_t count = stack.count.get()) return pop(stack, count);
+  const std::uint64_t tally = stack.tally.get();
+  if (block_stack::count_in(tally) != 0) return pop(stack, tally);
   return refill(local, index);
 }
 
@@ -309,12 +312,11 @@ template <class Policy>
 void size_class_engine<Policy>::absorb_exiting_cache(size_class_cache& local) noexcept {
   for (unsigned index = 0; index < stack_count_; ++index) {
     block_stack& stack = local.stacks[index];
-    const std::uint32_t count = stack.count.get();
-    const std::uint64_t allocations = stack.allocations.get();
+    const std::uint32_t count = stack.count();
+    const std::uint64_t allocations = stack.allocations();
     if (count == 0 && allocations == 0 && stack.capacity == 0) continue;
     give(index, stack.slots, count, allocations);
-    stack.count.set(0);
-    stack.allocations.set(0);
+    stack.tally.set(0);
     stack.limit = 0;
     drop_slots(stack);
   }
@@ -357,8 +359,7 @@ void* size_class_engine<Policy>::refill(size_class_cache& local, unsigned index)
   // 1.01x with the first 32 (docs/size_class_containers.md, "How much of a refill to touch").
   const std::uint32_t touched = std::min(got, touch_ahead);
   for (std::uint32_t i = got; i > got - touched; --i) touch(slots[i - 1]);
-  stack.count.set(got - 1);
-  stack.allocations.add(1);
+  stack.set_count_and_allocate(got - 1);
   return slots[got - 1];
 }
 
@@ -444,17 +445,17 @@ template <class Policy>
 void size_class_engine<Policy>::scavenge(size_class_cache& local) noexcept {
   std::uint64_t allocations = 0;
   for (unsigned index = 0; index < stack_count_; ++index)
-    allocations += local.stacks[index].allocations.get();
+    allocations += local.stacks[index].allocations();
   if (allocations - local.allocations_at_scavenge < scavenge_allocations) return;
   local.allocations_at_scavenge = allocations;
   std::size_t cut_bytes = 0;
   for (unsigned index = 0; index < stack_count_; ++index) {
     block_stack& stack = local.stacks[index];
-    const auto class_allocations = static_cast<std::uint32_t>(stack.allocations.get());
+    const auto class_allocations = static_cast<std::uint32_t>(stack.allocations());
     const bool allocated = std::exchange(local.class_allocations_at_scavenge[index],
                                          class_allocations) != class_allocations;
     if (std::exchange(stack.slow_paths, 0) != 0 || allocated || stack.limit == 0) continue;
-    if (const std::uint32_t held = stack.count.get()) flush(local, index, (held + 1) / 2);
+    if (const std::uint32_t held = stack.count()) flush(local, index, (held + 1) / 2);
     const std::uint32_t cut = (stack.limit + 1) / 2;
     stack.limit -= cut;
     cut_bytes += cut * info_[index].block_size;
@@ -503,7 +504,7 @@ void size_class_engine<Policy>::shrink_to(size_class_cache& local, std::size_t b
     const std::uint32_t cut = std::max<std::uint32_t>(other.limit / 2, 1);
     other.limit -= cut;
     local.limit_bytes -= cut * info_[victim].block_size;
-    const std::uint32_t held = other.count.get();
+    const std::uint32_t held = other.count();
     if (held > other.limit) flush(local, victim, held - other.limit);
     if (other.limit == 0) drop_slots(other);
   }
@@ -565,7 +566,7 @@ void size_class_engine<Policy>::reclaim_idle_caches() noexcept {
           // Allocations count too, so a thread that runs from its cache alone is not idle.
           std::uint64_t activity = cache.slow_paths.get();
           for (unsigned index = 0; index < stack_count_; ++index)
-            activity += cache.stacks[index].allocations.get();
+            activity += cache.stacks[index].allocations();
           const bool idle = activity == cache.activity_at_last_sweep;
           cache.activity_at_last_sweep = activity;
           const int idle_sweeps = idle ? std::min(cache.idle_sweeps + 1, 255) : 0;
@@ -606,13 +607,13 @@ void size_class_engine<Policy>::overflow(size_class_cache& local, unsigned index
   // time that way (docs/size_class_containers.md, "On every core"). Not beyond a batch: such a
   // thread has no use for more. Not for a class the thread allocates, whose refills grow its
   // limit: growing on its frees as well kept 200 KB more of the Document op's chunks.
-  if (stack.limit < info_[index].batch && stack.allocations.get() == 0) grow_limit(local, index);
+  if (stack.limit < info_[index].batch && stack.allocations() == 0) grow_limit(local, index);
   if (stack.limit == 0) return give(index, &block, 1, 0);
   // count <= limit < capacity, so the block has a slot; the flush may then give it back too
   // (a stack with a limit of one keeps nothing, and pins no chunk).
-  const std::uint32_t count = stack.count.get() + 1;
+  const std::uint32_t count = stack.count() + 1;
   stack.slots[count - 1] = block;
-  stack.count.set(count);
+  stack.set_count(count);
   if (count > stack.limit) flush(local, index, count - stack.limit / 2);
 }
 
@@ -621,9 +622,9 @@ void size_class_engine<Policy>::flush(size_class_cache& local, unsigned index,
                                       std::uint32_t count) noexcept {
   // The most recently freed go back; the stack keeps its older blocks.
   block_stack& stack = local.stacks[index];
-  const std::uint32_t held = stack.count.get();
+  const std::uint32_t held = stack.count();
   give(index, stack.slots + (held - count), count, 0);
-  stack.count.set(held - count);
+  stack.set_count(held - count);
 }
 
 template <class Policy>
@@ -936,7 +937,7 @@ void size_class_engine<Policy>::trim() noexcept {
       // No process-wide barrier on this system: only the calling thread's own cache.
       if (size_class_cache* const local = thread_caches_.find(this)) {
         for (unsigned index = 0; index < stack_count_; ++index) {
-          const std::uint32_t held = local->stacks[index].count.get();
+          const std::uint32_t held = local->stacks[index].count();
           if (held > 0) flush(*local, index, held);
         }
       }
@@ -962,9 +963,11 @@ size_class_stats size_class_engine<Policy>::stats() const {
     std::uint64_t bytes = 0;
     for (unsigned index = 0; index < stack_count_; ++index) {
       const block_stack& stack = local.stacks[index];
-      entries[index].allocations += stack.allocations.get();
-      entries[index].cached_blocks += stack.count.get();
-      bytes += stack.count.get() * info_[index].block_size;
+      // One load: the count and the allocations of the same moment.
+      const std::uint64_t tally = stack.tally.get();
+      entries[index].allocations += tally >> block_stack::count_bits;
+      entries[index].cached_blocks += block_stack::count_in(tally);
+      bytes += block_stack::count_in(tally) * info_[index].block_size;
     }
     out.thread_cached_bytes.push_back(bytes);
     out.cached_bytes += bytes;

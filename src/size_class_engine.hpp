@@ -60,8 +60,9 @@ class size_class_engine {
         begin_fast_use();
         if (link->owner.load(std::memory_order_relaxed) == this) [[likely]] {
           block_stack& stack = stack_at(thread_cache_set::cache_of(link), offset);
-          if (const std::uint32_t count = stack.count.get()) [[likely]] {
-            void* const block = pop(stack, count);
+          const std::uint64_t tally = stack.tally.get();
+          if (block_stack::count_in(tally) != 0) [[likely]] {
+            void* const block = pop(stack, tally);
             end_fast_use();
             return block;
           }
@@ -69,8 +70,8 @@ class size_class_engine {
         end_fast_use();
       } else {
         block_stack& stack = stack_at(own_cache_, offset);
-        if (const std::uint32_t count = stack.count.get()) [[likely]]
-          return pop(stack, count);
+        const std::uint64_t tally = stack.tally.get();
+        if (block_stack::count_in(tally) != 0) [[likely]] return pop(stack, tally);
       }
     }
     return allocate_slow(bytes, alignment);
@@ -143,21 +144,22 @@ class size_class_engine {
     return offset / static_cast<unsigned>(sizeof(block_stack));
   }
 
-  // The block on top of a stack that holds `count` (> 0) blocks.
-  static void* pop(block_stack& stack, std::uint32_t count) noexcept {
-    void* const block = stack.slots[count - 1];
-    stack.count.set(count - 1);
-    stack.allocations.add(1);
+  // The block on top of a stack whose tally is `tally` (its count > 0): one block fewer held,
+  // one more handed out, in one addition.
+  static void* pop(block_stack& stack, std::uint64_t tally) noexcept {
+    void* const block = stack.slots[block_stack::count_in(tally) - 1];
+    stack.tally.set(tally + block_stack::one_allocation - 1);
     return block;
   }
   // False, with the block not taken, when the stack is at its limit: the caller gives some
   // back (overflow), which also takes the block.
   static bool push(block_stack& stack, void* block) noexcept {
-    const std::uint32_t count = stack.count.get();
+    const std::uint64_t tally = stack.tally.get();
+    const std::uint32_t count = block_stack::count_in(tally);
     if (count >= stack.limit) [[unlikely]]
       return false;
     stack.slots[count] = block;
-    stack.count.set(count + 1);
+    stack.tally.set(tally + 1);
     return true;
   }
 

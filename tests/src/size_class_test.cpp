@@ -352,6 +352,31 @@ TEMPLATE_TEST_CASE("size_class: per-class statistics add up", "[size_class]", si
   CHECK(end.bytes_from_upstream == upstream.stats().bytes_in_use);
 }
 
+// A stack keeps its count of blocks and its count of allocations in one word: a full stack (512
+// blocks, the most a class caches) must not spill into the allocations, nor they into it.
+TEMPLATE_TEST_CASE("size_class: a full stack counts its blocks and its allocations apart",
+                   "[size_class]", size_class_resource, size_class_unsync_resource) {
+  TestType r;
+  constexpr std::size_t size = 16;
+  constexpr std::size_t burst = 5000;
+  std::vector<void*> blocks(burst);
+  for (int round = 0; round < 3; ++round) {
+    for (auto& b : blocks) b = r.allocate(size, 8);
+    for (void* b : blocks) r.deallocate(b, size, 8);
+  }
+  const size_class_stats s = r.stats();
+  const auto it = std::find_if(s.classes.begin(), s.classes.end(),
+                               [](const auto& c) { return c.block_size == size; });
+  REQUIRE(it != s.classes.end());
+  CHECK(it->allocations == 3 * burst);
+  CHECK(it->deallocations == 3 * burst);
+  CHECK(it->live_blocks == 0);
+  // The limit has grown to 512 by the refills, and the frees' last overflow left half or more.
+  CHECK(it->cached_blocks >= 256);
+  CHECK(it->cached_blocks <= 512);
+  CHECK(it->cached_blocks + it->free_blocks == it->chunk_blocks);
+}
+
 TEMPLATE_TEST_CASE("size_class: memory goes back to upstream after a burst is freed",
                    "[size_class]", size_class_resource, size_class_unsync_resource) {
   const std::size_t max_retained = GENERATE(std::size_t{0}, std::size_t{512} << 10);
