@@ -39,7 +39,8 @@ struct block_stack {
   // word, so that a pop updates both with one addition and one store: kept apart, the count
   // of allocations alone cost AllocMixed about 4% (docs/size_class_containers.md, "Two
   // counts in one word"). stats() reads it from any thread and gets a pair the stack really
-  // had. The allocations wrap after 2^54 of them (208 days at a billion a second).
+  // had; frees are derived (blocks out of the store - live). The allocations wrap after 2^54
+  // of them (208 days at a billion a second).
   Counter<std::uint64_t> tally;
   static constexpr unsigned count_bits = 10;
   static constexpr std::uint64_t count_mask = (std::uint64_t{1} << count_bits) - 1;
