@@ -25,65 +25,72 @@
 
 namespace pmrkit::detail {
 
-// One class's stack. 32 bytes, so two share a cache line and indexing is a shift.
-// Invariant: count() <= limit < capacity, or capacity == 0 and limit == count() == 0, so a
-// free within the limit always has a slot and a refill has room for the limit plus the block
-// it hands out.
+// One class's stack: where its slots begin, the next free slot, where its limit ends, and its
+// allocations. 32 bytes, so two share a cache line. The count and the limit are distances
+// between those addresses, so a free compares the next slot with the end, stores the block
+// there and moves on: three instructions fewer than a count masked out of a word and scaled
+// into an address, which took 3% off the pooled UnorderedMap and Document destroys
+// (docs/size_class_containers.md, "Stacks as addresses").
+// Invariant: count() <= limit() < the slots' capacity (the cache's capacities), or no slots
+// and count() == limit() == 0, so a free within the limit always has a slot and a refill has
+// room for the limit plus the block it hands out.
 template <template <class> class Counter>
 struct block_stack {
-  // slots[count() - 1] is the next block handed out. The slots come from the resource's
-  // upstream (the engine allocates and frees them: its reserve_slots and drop_slots), so they
-  // count where the chunks do, and a stack never frees them itself.
-  void** slots = nullptr;
-  // The blocks held (the low count_bits) and the blocks handed out (the bits above), in one
-  // word, so that a pop updates both with one addition and one store: kept apart, the count
-  // of allocations alone cost AllocMixed about 4% (docs/size_class_containers.md, "Two
-  // counts in one word"). stats() reads it from any thread and gets a pair the stack really
-  // had; frees are derived (blocks out of the store - live). The allocations wrap after 2^54
-  // of them (208 days at a billion a second).
-  Counter<std::uint64_t> tally;
-  static constexpr unsigned count_bits = 10;
-  static constexpr std::uint64_t count_mask = (std::uint64_t{1} << count_bits) - 1;
-  static constexpr std::uint64_t one_allocation = std::uint64_t{1} << count_bits;
+  // Addresses held as integers, so that stats() can read them from another thread (the
+  // Counter of a sync cache is a relaxed atomic: plain moves). The slots come from the
+  // resource's upstream (the engine's reserve_slots and drop_slots), so they count where the
+  // chunks do; they move only between the two bumps of the cache's slots_moves, which is how
+  // stats() knows that `first` and `next` belong together.
+  Counter<std::uintptr_t> first;  // slots[0], or 0 when the stack has no slots
+  Counter<std::uintptr_t> next;   // the slot the next free fills: first + count() slots
+  // first + limit(): a free that finds `next` here overflows (owner only). The limit, the
+  // most blocks the stack holds, starts at 0 and grows on each refill, doubling up to a batch
+  // and then a batch at a time, within the cache's byte budget (see size_class_cache); other
+  // classes' refills halve it when the budget runs out.
+  void** end = nullptr;
+  Counter<std::uint64_t> allocations;  // frees are derived: blocks out of the store - live
 
-  static std::uint32_t count_in(std::uint64_t tally_value) noexcept {
-    return static_cast<std::uint32_t>(tally_value & count_mask);
+  void** slots() const noexcept { return reinterpret_cast<void**>(first.get()); }
+  std::uint32_t count() const noexcept {
+    return static_cast<std::uint32_t>((next.get() - first.get()) / sizeof(void*));
   }
-  std::uint32_t count() const noexcept { return count_in(tally.get()); }
-  std::uint64_t allocations() const noexcept { return tally.get() >> count_bits; }
-  void set_count(std::uint32_t held) noexcept { tally.set((tally.get() & ~count_mask) | held); }
-  // Sets the count and adds one allocation: a refill hands out one of the blocks it took.
-  void set_count_and_allocate(std::uint32_t held) noexcept {
-    tally.set((tally.get() & ~count_mask) + one_allocation + held);
-  }
-
-  // At most this many held: a free beyond it gives some back (overflow). Starts at 0 and grows
-  // on each refill, doubling up to a batch and then a batch at a time, within the cache's byte
-  // budget (see size_class_cache); other classes' refills halve it when the budget runs out.
-  std::uint32_t limit = 0;
-  std::uint32_t capacity = 0;  // slots allocated
-  // Refills and overflows of this stack since the cache's last scavenge (size_class_engine's
-  // scavenge): with its allocation count, whether the thread used the class in between.
-  std::uint32_t slow_paths = 0;
+  std::uint32_t limit() const noexcept { return static_cast<std::uint32_t>(end - slots()); }
+  void set_count(std::uint32_t held) noexcept { next.set(first.get() + held * sizeof(void*)); }
+  void set_limit(std::uint32_t most) noexcept { end = slots() + most; }
 
   static constexpr std::uint32_t min_slots = 16;
 
-  // The slots the stack needs for `new_limit` blocks and the one a refill hands out: the next
-  // power of two (at least 16) within `most`, or `capacity` if it has room already. Starting
-  // at 16 slots (128 bytes) spares a limit that doubles from 1 four of its reallocations.
-  std::uint32_t capacity_for(std::uint32_t new_limit, std::uint32_t most) const noexcept {
+  // The slots a stack of `capacity` needs for `new_limit` blocks and the one a refill hands
+  // out: the next power of two (at least 16) within `most`, or `capacity` if it has room
+  // already. Starting at 16 slots (128 bytes) spares a limit that doubles from 1 four of its
+  // reallocations.
+  static std::uint32_t capacity_for(std::uint32_t capacity, std::uint32_t new_limit,
+                                    std::uint32_t most) noexcept {
     const std::uint32_t needed = new_limit + 1;
     if (needed <= capacity) return capacity;
     return std::min(std::max(std::bit_ceil(needed), min_slots), std::max(most, needed));
   }
 
-  // Moves the blocks held into `larger` (room for `grown`) and returns the old slots, for the
-  // caller to free.
-  void** replace_slots(void** larger, std::uint32_t grown) noexcept {
+  // Moves the blocks held into `larger` (room for the limit and one more) and returns the old
+  // slots, for the caller to free. Between the bumps of the cache's slots_moves.
+  void** replace_slots(void** larger) noexcept {
     const std::uint32_t held = count();
-    if (held > 0) std::memcpy(larger, slots, held * sizeof(void*));
-    capacity = grown;
-    return std::exchange(slots, larger);
+    const std::uint32_t most = limit();
+    void** const old = slots();
+    if (held > 0) std::memcpy(larger, old, held * sizeof(void*));
+    first.set(reinterpret_cast<std::uintptr_t>(larger));
+    next.set(reinterpret_cast<std::uintptr_t>(larger + held));
+    end = larger + most;
+    return old;
+  }
+  // Forgets the slots (their count and limit must be 0) and returns them, for the caller to
+  // free. Between the bumps of the cache's slots_moves.
+  void** take_slots() noexcept {
+    void** const old = slots();
+    first.set(0);
+    next.set(0);
+    end = nullptr;
+    return old;
   }
 };
 static_assert(sizeof(block_stack<plain_counter>) == 32);
@@ -127,6 +134,15 @@ struct size_class_cache {
   // thread made that many allocations (size_class_engine's scavenge).
   std::uint64_t allocations_at_scavenge = 0;
   std::array<std::uint32_t, cache_stack_count> class_allocations_at_scavenge{};
+  // Each stack's slots (0: none), and its refills and overflows since the last scavenge: with
+  // its allocation count, whether the thread used the class in between. Kept out of the
+  // stacks, which the fast paths touch, so a stack stays 32 bytes.
+  std::array<std::uint32_t, cache_stack_count> capacities{};
+  std::array<std::uint32_t, cache_stack_count> stack_slow_paths{};
+  // Odd while a stack's slots move (the engine's reserve_slots and drop_slots): a stats() that
+  // saw it odd, or saw it change, reads the stacks again (a sequence lock; the fast paths,
+  // which never move slots, do not touch it).
+  Counter<std::uint64_t> slots_moves;
 };
 
 }  // namespace pmrkit::detail

@@ -3,6 +3,7 @@
 #include "size_class_engine.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cassert>
 #include <chrono>
@@ -11,6 +12,7 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <utility>
 
 namespace pmrkit::detail {
@@ -59,8 +61,6 @@ constexpr std::uint32_t touch_ahead = 32;
 constexpr std::size_t largest_sharded_block = 256;
 // No class may hold more than half of a thread's budget, nor more than this many blocks.
 constexpr std::size_t max_cached_blocks = 512;
-// A stack's count, at most its limit and the one block an overflow adds, fits its tally's bits.
-static_assert(max_cached_blocks + 1 <= block_stack<plain_counter>::count_mask);
 // Every cache may grow to this (or thread_cache, if smaller) whatever its share of
 // max_cached_total, so a thread among many still caches a refill or two of its classes.
 constexpr std::size_t guaranteed_cache_bytes = 16 * 1024;
@@ -265,8 +265,8 @@ void size_class_engine<Policy>::end_use_and_sweep(cache_link& link,
 template <class Policy>
 void* size_class_engine<Policy>::allocate_from(size_class_cache& local, unsigned index) {
   block_stack& stack = local.stacks[index];
-  const std::uint64_t tally = stack.tally.get();
-  if (block_stack::count_in(tally) != 0) return pop(stack, tally);
+  const std::uintptr_t next = stack.next.get();
+  if (next != stack.first.get()) return pop(stack, next);
   return refill(local, index);
 }
 
@@ -313,12 +313,13 @@ void size_class_engine<Policy>::absorb_exiting_cache(size_class_cache& local) no
   for (unsigned index = 0; index < stack_count_; ++index) {
     block_stack& stack = local.stacks[index];
     const std::uint32_t count = stack.count();
-    const std::uint64_t allocations = stack.allocations();
-    if (count == 0 && allocations == 0 && stack.capacity == 0) continue;
-    give(index, stack.slots, count, allocations);
-    stack.tally.set(0);
-    stack.limit = 0;
-    drop_slots(stack);
+    const std::uint64_t allocations = stack.allocations.get();
+    if (count == 0 && allocations == 0 && local.capacities[index] == 0) continue;
+    give(index, stack.slots(), count, allocations);
+    stack.set_count(0);
+    stack.allocations.set(0);
+    stack.set_limit(0);
+    drop_slots(local, index);
   }
   if constexpr (per_thread_caches) {
     cache_limit_bytes_.subtract(local.limit_bytes);
@@ -335,16 +336,16 @@ void size_class_engine<Policy>::absorb_exiting_cache(size_class_cache& local) no
 template <class Policy>
 void* size_class_engine<Policy>::refill(size_class_cache& local, unsigned index) {
   block_stack& stack = local.stacks[index];
-  ++stack.slow_paths;
+  ++local.stack_slow_paths[index];
   note_slow_path(local);
   // A miss means the stack was too short for how this thread uses the class: lengthen it.
   grow_limit(local, index);
   // No room for any (the budget refused even one block): the store serves this one alone.
-  if (stack.capacity == 0) return allocate_uncached(index);
+  if (local.capacities[index] == 0) return allocate_uncached(index);
   // The stack is empty: it may take up to its limit, a chunk's free blocks all at once when
   // they fit. They arrive lowest address first; the stack hands them out in that order.
-  const std::uint32_t room = stack.limit + 1;
-  void** const slots = stack.slots;
+  const std::uint32_t room = stack.limit() + 1;
+  void** const slots = stack.slots();
   const unsigned shard = info_[index].block_size <= largest_sharded_block ? local.shard : 0;
   const std::uint32_t got =
       take(index, shard, std::min(info_[index].batch, room), room, 0, slots);
@@ -359,7 +360,8 @@ void* size_class_engine<Policy>::refill(size_class_cache& local, unsigned index)
   // 1.01x with the first 32 (docs/size_class_containers.md, "How much of a refill to touch").
   const std::uint32_t touched = std::min(got, touch_ahead);
   for (std::uint32_t i = got; i > got - touched; --i) touch(slots[i - 1]);
-  stack.set_count_and_allocate(got - 1);
+  stack.set_count(got - 1);
+  stack.allocations.add(1);
   return slots[got - 1];
 }
 
@@ -367,13 +369,13 @@ template <class Policy>
 void size_class_engine<Policy>::grow_limit(size_class_cache& local, unsigned index) noexcept {
   block_stack& stack = local.stacks[index];
   const class_info& info = info_[index];
-  if (stack.limit >= info.max_limit) return;
+  if (stack.limit() >= info.max_limit) return;
   // The limit doubles up to a batch, then grows a batch at a time: a class that misses once
   // costs the budget one block, not a batch, so a budget smaller than what the thread's
   // classes would like is shared out in small steps instead of whole batches that the next
   // miss of another class flushes again (docs/size_class.md, "A budget too small").
   const std::uint32_t step = std::min(
-      {info.batch, std::max<std::uint32_t>(stack.limit, 1), info.max_limit - stack.limit});
+      {info.batch, std::max<std::uint32_t>(stack.limit(), 1), info.max_limit - stack.limit()});
   const std::size_t wanted = step * info.block_size;
   const std::size_t budget = cache_budget(local);
   // Out of budget: take limit back from other classes. A class this thread has stopped using
@@ -381,7 +383,7 @@ void size_class_engine<Policy>::grow_limit(size_class_cache& local, unsigned ind
   // A step that would not fit even if every other class gave up everything is refused before
   // they give anything (the cache still moves to its share).
   if (local.limit_bytes + wanted > budget) {
-    if (std::size_t{stack.limit} * info.block_size + wanted > budget) {
+    if (std::size_t{stack.limit()} * info.block_size + wanted > budget) {
       if (local.limit_bytes > budget) shrink_to(local, budget, index);
       return;
     }
@@ -389,18 +391,20 @@ void size_class_engine<Policy>::grow_limit(size_class_cache& local, unsigned ind
   }
   // Slots for the larger limit first; without memory for them the limit stays.
   if (local.limit_bytes + wanted <= budget &&
-      reserve_slots(stack, stack.limit + step, info.max_limit + 1)) {
-    stack.limit += step;
+      reserve_slots(local, index, stack.limit() + step, info.max_limit + 1)) {
+    stack.set_limit(stack.limit() + step);
     local.limit_bytes += wanted;
     if constexpr (per_thread_caches) cache_limit_bytes_.add(wanted);
   }
 }
 
 template <class Policy>
-bool size_class_engine<Policy>::reserve_slots(block_stack& stack, std::uint32_t new_limit,
+bool size_class_engine<Policy>::reserve_slots(size_class_cache& local, unsigned index,
+                                              std::uint32_t new_limit,
                                               std::uint32_t most) noexcept {
-  const std::uint32_t grown = stack.capacity_for(new_limit, most);
-  if (grown == stack.capacity) return true;
+  std::uint32_t& capacity = local.capacities[index];
+  const std::uint32_t grown = block_stack::capacity_for(capacity, new_limit, most);
+  if (grown == capacity) return true;
   const std::size_t bytes = grown * sizeof(void*);
   void* larger = nullptr;
   try {
@@ -412,14 +416,20 @@ bool size_class_engine<Policy>::reserve_slots(block_stack& stack, std::uint32_t 
   }
   cache_slot_bytes_.add(bytes);
   peak_bytes_from_upstream_.raise_to(bytes_from_upstream_.add(bytes));
-  const std::uint32_t old_capacity = stack.capacity;
-  free_slots(stack.replace_slots(static_cast<void**>(larger), grown), old_capacity);
+  const std::uint32_t old_capacity = std::exchange(capacity, grown);
+  begin_slots_move(local);
+  void** const old = local.stacks[index].replace_slots(static_cast<void**>(larger));
+  end_slots_move(local);
+  free_slots(old, old_capacity);
   return true;
 }
 
 template <class Policy>
-void size_class_engine<Policy>::drop_slots(block_stack& stack) noexcept {
-  free_slots(std::exchange(stack.slots, nullptr), std::exchange(stack.capacity, 0));
+void size_class_engine<Policy>::drop_slots(size_class_cache& local, unsigned index) noexcept {
+  begin_slots_move(local);
+  void** const old = local.stacks[index].take_slots();
+  end_slots_move(local);
+  free_slots(old, std::exchange(local.capacities[index], 0));
 }
 
 template <class Policy>
@@ -445,19 +455,20 @@ template <class Policy>
 void size_class_engine<Policy>::scavenge(size_class_cache& local) noexcept {
   std::uint64_t allocations = 0;
   for (unsigned index = 0; index < stack_count_; ++index)
-    allocations += local.stacks[index].allocations();
+    allocations += local.stacks[index].allocations.get();
   if (allocations - local.allocations_at_scavenge < scavenge_allocations) return;
   local.allocations_at_scavenge = allocations;
   std::size_t cut_bytes = 0;
   for (unsigned index = 0; index < stack_count_; ++index) {
     block_stack& stack = local.stacks[index];
-    const auto class_allocations = static_cast<std::uint32_t>(stack.allocations());
+    const auto class_allocations = static_cast<std::uint32_t>(stack.allocations.get());
     const bool allocated = std::exchange(local.class_allocations_at_scavenge[index],
                                          class_allocations) != class_allocations;
-    if (std::exchange(stack.slow_paths, 0) != 0 || allocated || stack.limit == 0) continue;
+    if (std::exchange(local.stack_slow_paths[index], 0) != 0 || allocated || stack.limit() == 0)
+      continue;
     if (const std::uint32_t held = stack.count()) flush(local, index, (held + 1) / 2);
-    const std::uint32_t cut = (stack.limit + 1) / 2;
-    stack.limit -= cut;
+    const std::uint32_t cut = (stack.limit() + 1) / 2;
+    stack.set_limit(stack.limit() - cut);
     cut_bytes += cut * info_[index].block_size;
   }
   local.limit_bytes -= cut_bytes;
@@ -496,17 +507,17 @@ void size_class_engine<Policy>::shrink_to(size_class_cache& local, std::size_t b
     const unsigned victim = local.steal_cursor;
     local.steal_cursor = victim + 1 < stack_count_ ? victim + 1 : 0;
     block_stack& other = local.stacks[victim];
-    if (victim == keep || other.limit == 0) {
+    if (victim == keep || other.limit() == 0) {
       ++fruitless;
       continue;
     }
     fruitless = 0;
-    const std::uint32_t cut = std::max<std::uint32_t>(other.limit / 2, 1);
-    other.limit -= cut;
+    const std::uint32_t cut = std::max<std::uint32_t>(other.limit() / 2, 1);
+    other.set_limit(other.limit() - cut);
     local.limit_bytes -= cut * info_[victim].block_size;
     const std::uint32_t held = other.count();
-    if (held > other.limit) flush(local, victim, held - other.limit);
-    if (other.limit == 0) drop_slots(other);
+    if (held > other.limit()) flush(local, victim, held - other.limit());
+    if (other.limit() == 0) drop_slots(local, victim);
   }
   if constexpr (per_thread_caches) cache_limit_bytes_.subtract(before - local.limit_bytes);
 }
@@ -566,7 +577,7 @@ void size_class_engine<Policy>::reclaim_idle_caches() noexcept {
           // Allocations count too, so a thread that runs from its cache alone is not idle.
           std::uint64_t activity = cache.slow_paths.get();
           for (unsigned index = 0; index < stack_count_; ++index)
-            activity += cache.stacks[index].allocations();
+            activity += cache.stacks[index].allocations.get();
           const bool idle = activity == cache.activity_at_last_sweep;
           cache.activity_at_last_sweep = activity;
           const int idle_sweeps = idle ? std::min(cache.idle_sweeps + 1, 255) : 0;
@@ -596,7 +607,7 @@ void size_class_engine<Policy>::overflow(size_class_cache& local, unsigned index
   // holds half its limit, as tcmalloc's lists do. A cache over its share of max_cached_total
   // (more threads came) shrinks to it first.
   block_stack& stack = local.stacks[index];
-  ++stack.slow_paths;
+  ++local.stack_slow_paths[index];
   note_slow_path(local);
   const std::size_t budget = cache_budget(local);
   if (local.limit_bytes > budget) shrink_to(local, budget, stack_count_);
@@ -607,14 +618,14 @@ void size_class_engine<Policy>::overflow(size_class_cache& local, unsigned index
   // time that way (docs/size_class_containers.md, "On every core"). Not beyond a batch: such a
   // thread has no use for more. Not for a class the thread allocates, whose refills grow its
   // limit: growing on its frees as well kept 200 KB more of the Document op's chunks.
-  if (stack.limit < info_[index].batch && stack.allocations() == 0) grow_limit(local, index);
-  if (stack.limit == 0) return give(index, &block, 1, 0);
+  if (stack.limit() < info_[index].batch && stack.allocations.get() == 0) grow_limit(local, index);
+  if (stack.limit() == 0) return give(index, &block, 1, 0);
   // count <= limit < capacity, so the block has a slot; the flush may then give it back too
   // (a stack with a limit of one keeps nothing, and pins no chunk).
   const std::uint32_t count = stack.count() + 1;
-  stack.slots[count - 1] = block;
+  stack.slots()[count - 1] = block;
   stack.set_count(count);
-  if (count > stack.limit) flush(local, index, count - stack.limit / 2);
+  if (count > stack.limit()) flush(local, index, count - stack.limit() / 2);
 }
 
 template <class Policy>
@@ -623,7 +634,7 @@ void size_class_engine<Policy>::flush(size_class_cache& local, unsigned index,
   // The most recently freed go back; the stack keeps its older blocks.
   block_stack& stack = local.stacks[index];
   const std::uint32_t held = stack.count();
-  give(index, stack.slots + (held - count), count, 0);
+  give(index, stack.slots() + (held - count), count, 0);
   stack.set_count(held - count);
 }
 
@@ -893,7 +904,7 @@ void size_class_engine<Policy>::release() noexcept {
   // The caches' blocks lie in chunks freed below: nothing to take back from them but their
   // slots, which came from upstream too.
   const auto drop_every_slot = [&](size_class_cache& cache) {
-    for (block_stack& stack : cache.stacks) drop_slots(stack);
+    for (unsigned index = 0; index < cache.stacks.size(); ++index) drop_slots(cache, index);
   };
   if constexpr (per_thread_caches) {
     thread_caches_.detach_all(drop_every_slot);
@@ -961,13 +972,22 @@ size_class_stats size_class_engine<Policy>::stats() const {
   }
   const auto add_cache = [&](const size_class_cache& local) {
     std::uint64_t bytes = 0;
+    // A stack's count is the distance between two addresses, read together only while its
+    // slots stay put: read again if any of this cache's slots moved meanwhile.
+    std::array<std::uint32_t, cache_stack_count> counts{};
+    for (;;) {
+      const std::uint64_t moves = local.slots_moves.get();
+      std::atomic_thread_fence(std::memory_order_acquire);
+      for (unsigned index = 0; index < stack_count_; ++index)
+        counts[index] = local.stacks[index].count();
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if (moves % 2 == 0 && local.slots_moves.get() == moves) break;
+      std::this_thread::yield();
+    }
     for (unsigned index = 0; index < stack_count_; ++index) {
-      const block_stack& stack = local.stacks[index];
-      // One load: the count and the allocations of the same moment.
-      const std::uint64_t tally = stack.tally.get();
-      entries[index].allocations += tally >> block_stack::count_bits;
-      entries[index].cached_blocks += block_stack::count_in(tally);
-      bytes += block_stack::count_in(tally) * info_[index].block_size;
+      entries[index].allocations += local.stacks[index].allocations.get();
+      entries[index].cached_blocks += counts[index];
+      bytes += counts[index] * info_[index].block_size;
     }
     out.thread_cached_bytes.push_back(bytes);
     out.cached_bytes += bytes;

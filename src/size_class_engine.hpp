@@ -60,9 +60,9 @@ class size_class_engine {
         begin_fast_use();
         if (link->owner.load(std::memory_order_relaxed) == this) [[likely]] {
           block_stack& stack = stack_at(thread_cache_set::cache_of(link), offset);
-          const std::uint64_t tally = stack.tally.get();
-          if (block_stack::count_in(tally) != 0) [[likely]] {
-            void* const block = pop(stack, tally);
+          const std::uintptr_t next = stack.next.get();
+          if (next != stack.first.get()) [[likely]] {
+            void* const block = pop(stack, next);
             end_fast_use();
             return block;
           }
@@ -70,8 +70,8 @@ class size_class_engine {
         end_fast_use();
       } else {
         block_stack& stack = stack_at(own_cache_, offset);
-        const std::uint64_t tally = stack.tally.get();
-        if (block_stack::count_in(tally) != 0) [[likely]] return pop(stack, tally);
+        const std::uintptr_t next = stack.next.get();
+        if (next != stack.first.get()) [[likely]] return pop(stack, next);
       }
     }
     return allocate_slow(bytes, alignment);
@@ -144,22 +144,22 @@ class size_class_engine {
     return offset / static_cast<unsigned>(sizeof(block_stack));
   }
 
-  // The block on top of a stack whose tally is `tally` (its count > 0): one block fewer held,
-  // one more handed out, in one addition.
-  static void* pop(block_stack& stack, std::uint64_t tally) noexcept {
-    void* const block = stack.slots[block_stack::count_in(tally) - 1];
-    stack.tally.set(tally + block_stack::one_allocation - 1);
+  // The block below `next` (the stack's next free slot, above its first): one block fewer
+  // held, one more handed out.
+  static void* pop(block_stack& stack, std::uintptr_t next) noexcept {
+    void* const block = reinterpret_cast<void* const*>(next)[-1];
+    stack.next.set(next - sizeof(void*));
+    stack.allocations.add(1);
     return block;
   }
   // False, with the block not taken, when the stack is at its limit: the caller gives some
   // back (overflow), which also takes the block.
   static bool push(block_stack& stack, void* block) noexcept {
-    const std::uint64_t tally = stack.tally.get();
-    const std::uint32_t count = block_stack::count_in(tally);
-    if (count >= stack.limit) [[unlikely]]
+    const std::uintptr_t next = stack.next.get();
+    if (next >= reinterpret_cast<std::uintptr_t>(stack.end)) [[unlikely]]
       return false;
-    stack.slots[count] = block;
-    stack.tally.set(tally + 1);
+    *reinterpret_cast<void**>(next) = block;
+    stack.next.set(next + sizeof(void*));
     return true;
   }
 
@@ -187,10 +187,22 @@ class size_class_engine {
   void grow_limit(size_class_cache& local, unsigned index) noexcept;
   // Gives the stack slots for `new_limit` blocks and a refill's one more (within `most`), from
   // upstream; false, changing nothing, if upstream refuses them.
-  bool reserve_slots(block_stack& stack, std::uint32_t new_limit, std::uint32_t most) noexcept;
+  bool reserve_slots(size_class_cache& local, unsigned index, std::uint32_t new_limit,
+                     std::uint32_t most) noexcept;
   // Returns the stack's slots to upstream: its limit fell to 0, or its cache is going.
-  void drop_slots(block_stack& stack) noexcept;
+  void drop_slots(size_class_cache& local, unsigned index) noexcept;
   void free_slots(void** slots, std::uint32_t capacity) noexcept;
+  // Bracket a move of a stack's slots, so that stats() on another thread reads no count from
+  // one array's start and another's next slot (size_class_cache's slots_moves, a sequence
+  // lock: its release fences pair with the acquire fences of stats()).
+  static void begin_slots_move(size_class_cache& local) noexcept {
+    local.slots_moves.add(1);
+    std::atomic_thread_fence(std::memory_order_release);
+  }
+  static void end_slots_move(size_class_cache& local) noexcept {
+    std::atomic_thread_fence(std::memory_order_release);
+    local.slots_moves.add(1);
+  }
   // Counts a slow path; now and then claims the next sweep for idle caches (sweep_due), which
   // the caller runs once its use of the cache has ended.
   void note_slow_path(size_class_cache& local) noexcept;

@@ -166,11 +166,15 @@ TEST_CASE("size_class stress: threads churn, hand blocks over, and are replaced"
   std::atomic<std::size_t> inconsistent_stats{0};
   std::atomic<bool> running{true};
 
-  // stats() from a bystander while threads exit under it.
+  // stats() from a bystander while threads exit under it, and while their stacks' slots move
+  // (each stack's count is the distance between two addresses its thread writes): no thread
+  // caches more than its budget and the one block an overflow adds.
   std::thread observer([&] {
     while (running.load()) {
       const size_class_stats s = r.stats();
       if (s.bytes_from_upstream > s.peak_bytes_from_upstream) ++inconsistent_stats;
+      for (const std::uint64_t cached : s.thread_cached_bytes)
+        if (cached > options.thread_cache + options.max_pooled) ++inconsistent_stats;
       std::this_thread::yield();
     }
   });

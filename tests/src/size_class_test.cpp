@@ -352,8 +352,8 @@ TEMPLATE_TEST_CASE("size_class: per-class statistics add up", "[size_class]", si
   CHECK(end.bytes_from_upstream == upstream.stats().bytes_in_use);
 }
 
-// A stack keeps its count of blocks and its count of allocations in one word: a full stack (512
-// blocks, the most a class caches) must not spill into the allocations, nor they into it.
+// A full stack (512 blocks, the most a class caches), filled and emptied again and again: its
+// count (the distance from its first slot to its next) and its allocations stay exact.
 TEMPLATE_TEST_CASE("size_class: a full stack counts its blocks and its allocations apart",
                    "[size_class]", size_class_resource, size_class_unsync_resource) {
   TestType r;
