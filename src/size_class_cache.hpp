@@ -18,7 +18,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <utility>
 
 #include "size_class_policy.hpp"
 #include "size_class_table.hpp"
