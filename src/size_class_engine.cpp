@@ -316,10 +316,8 @@ void size_class_engine<Policy>::absorb_exiting_cache(size_class_cache& local) no
     const std::uint64_t allocations = stack.allocations.get();
     if (count == 0 && allocations == 0 && local.capacities[index] == 0) continue;
     give(index, stack.slots(), count, allocations);
-    stack.set_count(0);
     stack.allocations.set(0);
-    stack.set_limit(0);
-    drop_slots(local, index);
+    drop_slots(local, index);  // the count and the limit go with the slots
   }
   if constexpr (per_thread_caches) {
     cache_limit_bytes_.subtract(local.limit_bytes);
