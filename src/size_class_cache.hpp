@@ -38,8 +38,8 @@ struct block_stack {
   // Addresses held as integers, so that stats() can read them from another thread (the
   // Counter of a sync cache is a relaxed atomic: plain moves). The slots come from the
   // resource's upstream (the engine's reserve_slots and drop_slots), so they count where the
-  // chunks do; they move only between the two bumps of the cache's slots_moves, which is how
-  // stats() knows that `first` and `next` belong together.
+  // chunks do; they move only inside a write of the cache's slots_moves (a sequence lock),
+  // which is how stats() knows that `first` and `next` belong together.
   Counter<std::uintptr_t> first;  // slots[0], or 0 when the stack has no slots
   Counter<std::uintptr_t> next;   // the slot the next free fills: first + count() slots
   // first + limit(): a free that finds `next` here overflows (owner only). The limit, the
@@ -71,7 +71,7 @@ struct block_stack {
   }
 
   // Moves the blocks held into `larger` (room for the limit and one more) and returns the old
-  // slots, for the caller to free. Between the bumps of the cache's slots_moves.
+  // slots, for the caller to free. Inside a write of the cache's slots_moves.
   void** replace_slots(void** larger) noexcept {
     const std::uint32_t held = count();
     const std::uint32_t most = limit();
@@ -83,7 +83,7 @@ struct block_stack {
     return old;
   }
   // Forgets the slots (their count and limit must be 0) and returns them, for the caller to
-  // free. Between the bumps of the cache's slots_moves.
+  // free. Inside a write of the cache's slots_moves.
   void** take_slots() noexcept {
     void** const old = slots();
     first.set(0);
@@ -102,7 +102,7 @@ inline constexpr unsigned cache_stack_count = size_classes::count + whole_chunk_
 // The stacks of every class, for one thread and one resource (unsync: for the resource).
 // Invariant: limit_bytes = sum of limit * block size over the classes <= budget, so the
 // blocks a cache holds never exceed the budget without the fast path having to count bytes.
-template <template <class> class Counter>
+template <template <class> class Counter, class SequenceLock>
 struct size_class_cache {
   size_class_cache() = default;
   explicit size_class_cache(std::size_t budget_bytes, std::uint8_t shard_index = 0,
@@ -138,10 +138,10 @@ struct size_class_cache {
   // stacks, which the fast paths touch, so a stack stays 32 bytes.
   std::array<std::uint32_t, cache_stack_count> capacities{};
   std::array<std::uint32_t, cache_stack_count> stack_slow_paths{};
-  // Odd while a stack's slots move (the engine's reserve_slots and drop_slots): a stats() that
-  // saw it odd, or saw it change, reads the stacks again (a sequence lock; the fast paths,
-  // which never move slots, do not touch it).
-  Counter<std::uint64_t> slots_moves;
+  // Held while a stack's slots move (the engine's reserve_slots and drop_slots): a stats()
+  // that overlapped a move reads the stacks again. The fast paths, which never move slots, do
+  // not touch it.
+  SequenceLock slots_moves;
 };
 
 }  // namespace pmrkit::detail

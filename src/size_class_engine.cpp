@@ -3,7 +3,6 @@
 #include "size_class_engine.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <bit>
 #include <cassert>
 #include <chrono>
@@ -415,18 +414,18 @@ bool size_class_engine<Policy>::reserve_slots(size_class_cache& local, unsigned 
   cache_slot_bytes_.add(bytes);
   peak_bytes_from_upstream_.raise_to(bytes_from_upstream_.add(bytes));
   const std::uint32_t old_capacity = std::exchange(capacity, grown);
-  begin_slots_move(local);
+  local.slots_moves.begin_write();
   void** const old = local.stacks[index].replace_slots(static_cast<void**>(larger));
-  end_slots_move(local);
+  local.slots_moves.end_write();
   free_slots(old, old_capacity);
   return true;
 }
 
 template <class Policy>
 void size_class_engine<Policy>::drop_slots(size_class_cache& local, unsigned index) noexcept {
-  begin_slots_move(local);
+  local.slots_moves.begin_write();
   void** const old = local.stacks[index].take_slots();
-  end_slots_move(local);
+  local.slots_moves.end_write();
   free_slots(old, std::exchange(local.capacities[index], 0));
 }
 
@@ -974,12 +973,10 @@ size_class_stats size_class_engine<Policy>::stats() const {
     // slots stay put: read again if any of this cache's slots moved meanwhile.
     std::array<std::uint32_t, cache_stack_count> counts{};
     for (;;) {
-      const std::uint64_t moves = local.slots_moves.get();
-      std::atomic_thread_fence(std::memory_order_acquire);
+      const std::uint64_t moves = local.slots_moves.begin_read();
       for (unsigned index = 0; index < stack_count_; ++index)
         counts[index] = local.stacks[index].count();
-      std::atomic_thread_fence(std::memory_order_acquire);
-      if (moves % 2 == 0 && local.slots_moves.get() == moves) break;
+      if (!local.slots_moves.read_again(moves)) break;
       std::this_thread::yield();
     }
     for (unsigned index = 0; index < stack_count_; ++index) {

@@ -35,7 +35,8 @@ template <class Policy>
 class size_class_engine {
   using traits = policy_traits<Policy>;
   // The same names as the templates: one name for each level.
-  using size_class_cache = detail::size_class_cache<traits::template counter>;
+  using size_class_cache =
+      detail::size_class_cache<traits::template counter, typename traits::sequence_lock>;
   using block_stack = detail::block_stack<traits::template counter>;
   static constexpr bool per_thread_caches = traits::per_thread_caches;
 
@@ -193,17 +194,6 @@ class size_class_engine {
   // Returns the stack's slots to upstream: its limit fell to 0, or its cache is going.
   void drop_slots(size_class_cache& local, unsigned index) noexcept;
   void free_slots(void** slots, std::uint32_t capacity) noexcept;
-  // Bracket a move of a stack's slots, so that stats() on another thread reads no count from
-  // one array's start and another's next slot (size_class_cache's slots_moves, a sequence
-  // lock: its release fences pair with the acquire fences of stats()).
-  static void begin_slots_move(size_class_cache& local) noexcept {
-    local.slots_moves.add(1);
-    std::atomic_thread_fence(std::memory_order_release);
-  }
-  static void end_slots_move(size_class_cache& local) noexcept {
-    std::atomic_thread_fence(std::memory_order_release);
-    local.slots_moves.add(1);
-  }
   // Counts a slow path; now and then claims the next sweep for idle caches (sweep_due), which
   // the caller runs once its use of the cache has ended.
   void note_slow_path(size_class_cache& local) noexcept;

@@ -70,6 +70,39 @@ class shared_plain_counter {
   std::uint64_t value_ = 0;
 };
 
+// A sequence lock for data that one thread writes and other threads read now and then: the
+// writer brackets a change with begin_write and end_write, a reader that saw the count odd or
+// changed (read_again) reads again. Made of read-modify-writes and no fences, so that
+// ThreadSanitizer follows it (GCC rejects std::atomic_thread_fence under -fsanitize=thread):
+// the writer's acquiring begin_write and the reader's releasing read_again order a reader's
+// loads before any store the writer makes after the change began, including the relaxed
+// stores of later fast paths (Boehm, "Can seqlocks get along with programming language memory
+// models?", 2012). Every change of the count is a read-modify-write, so that one release
+// sequence runs through them all. For rare changes only: each is two locked instructions.
+class atomic_sequence_lock {
+ public:
+  void begin_write() noexcept { count_.fetch_add(1, std::memory_order_acquire); }
+  void end_write() noexcept { count_.fetch_add(1, std::memory_order_release); }
+  std::uint64_t begin_read() const noexcept { return count_.load(std::memory_order_acquire); }
+  // Whether what was read since begin_read returned `seen` may mix two states.
+  bool read_again(std::uint64_t seen) const noexcept {
+    return seen % 2 != 0 || count_.fetch_add(0, std::memory_order_release) != seen;
+  }
+
+ private:
+  // Mutable as a mutex is: a reader's read-modify-write adds nothing.
+  mutable std::atomic<std::uint64_t> count_{0};
+};
+
+// The unsync policy's counterpart: nobody reads while the one owner writes.
+class plain_sequence_lock {
+ public:
+  void begin_write() noexcept {}
+  void end_write() noexcept {}
+  std::uint64_t begin_read() const noexcept { return 0; }
+  bool read_again(std::uint64_t) const noexcept { return false; }
+};
+
 struct no_mutex {
   void lock() noexcept {}
   void unlock() noexcept {}
@@ -89,6 +122,7 @@ struct policy_traits<sync_policy> {
   template <class Integer>
   using counter = single_writer_counter<Integer>;
   using shared_counter = shared_atomic_counter;
+  using sequence_lock = atomic_sequence_lock;
 };
 
 template <>
@@ -99,6 +133,7 @@ struct policy_traits<unsync_policy> {
   template <class Integer>
   using counter = plain_counter<Integer>;
   using shared_counter = shared_plain_counter;
+  using sequence_lock = plain_sequence_lock;
 };
 
 }  // namespace pmrkit::detail
