@@ -156,13 +156,15 @@ size_class_engine<Policy>::size_class_engine(const size_class_options& options,
     info.max_limit = static_cast<std::uint32_t>(
         std::min(max_cached_blocks, options.thread_cache / 2 / info.block_size));
   }
-  // Slots past small_limit_ (max_pooled below the table's reach) are never read: such a size
-  // takes the slow path before the table.
+  // Sizes past max_pooled (when it is below the table's reach) name the first stack past the
+  // whole chunks', which no class uses and which never has slots (allocate()).
+  const unsigned no_class_stack = stack_count_;
+  assert((small_limit_ == table_limit || no_class_stack < cache_stack_count) &&
+         "pmrkit: size_class: no stack left for the sizes past max_pooled");
   for (std::size_t slot = 0; slot < small_stack_offsets_.size(); ++slot) {
     const std::size_t size = std::max<std::size_t>(slot * 8, 1);
-    const unsigned index = size_classes::index_of(size);
-    small_stack_offsets_[slot] =
-        static_cast<std::uint16_t>(index < class_count_ ? index * sizeof(block_stack) : 0);
+    const unsigned index = size <= small_limit_ ? size_classes::index_of(size) : no_class_stack;
+    small_stack_offsets_[slot] = static_cast<std::uint16_t>(index * sizeof(block_stack));
   }
   if constexpr (!per_thread_caches) own_cache_ = size_class_cache(options.thread_cache);
   cache_share_.set(options.max_cached_total);
@@ -264,15 +266,14 @@ void size_class_engine<Policy>::end_use_and_sweep(cache_link& link,
 template <class Policy>
 void* size_class_engine<Policy>::allocate_from(size_class_cache& local, unsigned index) {
   block_stack& stack = local.stacks[index];
-  const std::uintptr_t next = stack.next.get();
-  if (next != stack.first.get()) return pop(stack, next);
+  if (void* block; stack.try_pop(block)) return block;
   return refill(local, index);
 }
 
 template <class Policy>
 void size_class_engine<Policy>::deallocate_into(size_class_cache& local, void* block,
                                                 unsigned index) noexcept {
-  if (!push(local.stacks[index], block)) overflow(local, index, block);
+  if (!local.stacks[index].try_push(block)) overflow(local, index, block);
 }
 
 // ---------------------------------------------------------------- thread caches (sync)
@@ -388,7 +389,7 @@ void size_class_engine<Policy>::grow_limit(size_class_cache& local, unsigned ind
   }
   // Slots for the larger limit first; without memory for them the limit stays.
   if (local.limit_bytes + wanted <= budget &&
-      reserve_slots(local, index, stack.limit() + step, info.max_limit + 1)) {
+      reserve_slots(local, index, stack.limit() + step, info.max_limit + 2)) {
     stack.set_limit(stack.limit() + step);
     local.limit_bytes += wanted;
     if constexpr (per_thread_caches) cache_limit_bytes_.add(wanted);
@@ -431,7 +432,7 @@ void size_class_engine<Policy>::drop_slots(size_class_cache& local, unsigned ind
 
 template <class Policy>
 void size_class_engine<Policy>::free_slots(void** slots, std::uint32_t capacity) noexcept {
-  if (slots == nullptr) return;
+  if (capacity == 0) return;  // the stack had none: `slots` is the empty stacks' floor
   const std::size_t bytes = capacity * sizeof(void*);
   upstream_->deallocate(slots, bytes, alignof(void*));
   cache_slot_bytes_.subtract(bytes);
@@ -617,8 +618,8 @@ void size_class_engine<Policy>::overflow(size_class_cache& local, unsigned index
   // limit: growing on its frees as well kept 200 KB more of the Document op's chunks.
   if (stack.limit() < info_[index].batch && stack.allocations.get() == 0) grow_limit(local, index);
   if (stack.limit() == 0) return give(index, &block, 1, 0);
-  // count <= limit < capacity, so the block has a slot; the flush may then give it back too
-  // (a stack with a limit of one keeps nothing, and pins no chunk).
+  // count <= limit and the slots hold limit + 1, so the block has one; the flush may then give
+  // it back too (a stack with a limit of one keeps nothing, and pins no chunk).
   const std::uint32_t count = stack.count() + 1;
   stack.slots()[count - 1] = block;
   stack.set_count(count);

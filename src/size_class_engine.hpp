@@ -52,28 +52,28 @@ class size_class_engine {
   // functions free of stack frames and saved registers. Under sync_policy each use of the
   // thread's cache is bracketed (two plain stores of a thread-local flag), so that trim() can
   // take the caches of threads that are parked (thread_cache_directory.hpp).
+  // A size the table covers finds its stack there; sizes past max_pooled find the stack after
+  // the last class's, which never has slots, so both fast paths fail on it and the slow paths
+  // sort the size out. The fast paths thus compare the size with a constant, not with a
+  // member loaded first (docs/size_class_containers.md, "Loads on the fast paths").
   void* allocate(std::size_t bytes, std::size_t alignment) {
     const std::size_t size = bytes > alignment ? bytes : alignment;
-    if (size <= small_limit_ && alignment <= 16) [[likely]] {
+    if (size <= table_limit && alignment <= 16) [[likely]] {
       const unsigned offset = small_stack_offsets_[(size + 7) >> 3];
+      void* block;
       if constexpr (per_thread_caches) {
         // A thread without a cache has no_cache_link() here, whose owner is never this.
         cache_link* const link = this_thread_caches.last;
         begin_fast_use();
         if (link->owner.load(std::memory_order_relaxed) == this) [[likely]] {
-          block_stack& stack = stack_at(thread_cache_set::cache_of(link), offset);
-          const std::uintptr_t next = stack.next.get();
-          if (next != stack.first.get()) [[likely]] {
-            void* const block = pop(stack, next);
+          if (stack_at(thread_cache_set::cache_of(link), offset).try_pop(block)) [[likely]] {
             end_fast_use();
             return block;
           }
         }
         end_fast_use();
       } else {
-        block_stack& stack = stack_at(own_cache_, offset);
-        const std::uintptr_t next = stack.next.get();
-        if (next != stack.first.get()) [[likely]] return pop(stack, next);
+        if (stack_at(own_cache_, offset).try_pop(block)) [[likely]] return block;
       }
     }
     return allocate_slow(bytes, alignment);
@@ -81,25 +81,25 @@ class size_class_engine {
 
   void deallocate(void* block, std::size_t bytes, std::size_t alignment) noexcept {
     const std::size_t size = bytes > alignment ? bytes : alignment;
-    if (size <= small_limit_ && alignment <= 16) [[likely]] {
+    if (size <= table_limit && alignment <= 16) [[likely]] {
       const unsigned offset = small_stack_offsets_[(size + 7) >> 3];
       if constexpr (per_thread_caches) {
         cache_link* const link = this_thread_caches.last;  // as in allocate()
         begin_fast_use();
         if (link->owner.load(std::memory_order_relaxed) == this) [[likely]] {
           size_class_cache& local = thread_cache_set::cache_of(link);
-          const bool within_limit = push(stack_at(local, offset), block);
-          if (within_limit) [[likely]] {
+          if (stack_at(local, offset).try_push(block)) [[likely]] {
             end_fast_use();
             return;
           }
-          return overflow_from_fast_use(*link, local, index_of_stack(offset), block);
+          if (index_of_stack(offset) < stack_count_) [[likely]]
+            return overflow_from_fast_use(*link, local, index_of_stack(offset), block);
         }
         end_fast_use();
       } else {
-        if (!push(stack_at(own_cache_, offset), block)) [[unlikely]]
-          overflow(own_cache_, index_of_stack(offset), block);
-        return;
+        if (stack_at(own_cache_, offset).try_push(block)) [[likely]] return;
+        if (index_of_stack(offset) < stack_count_) [[likely]]
+          return overflow(own_cache_, index_of_stack(offset), block);
       }
     }
     return deallocate_slow(block, bytes, alignment);
@@ -146,25 +146,6 @@ class size_class_engine {
     return offset / static_cast<unsigned>(sizeof(block_stack));
   }
 
-  // The block below `next` (the stack's next free slot, above its first): one block fewer
-  // held, one more handed out.
-  static void* pop(block_stack& stack, std::uintptr_t next) noexcept {
-    void* const block = reinterpret_cast<void* const*>(next)[-1];
-    stack.next.set(next - sizeof(void*));
-    stack.allocations.add(1);
-    return block;
-  }
-  // False, with the block not taken, when the stack is at its limit: the caller gives some
-  // back (overflow), which also takes the block.
-  static bool push(block_stack& stack, void* block) noexcept {
-    const std::uintptr_t next = stack.next.get();
-    if (next >= reinterpret_cast<std::uintptr_t>(stack.end)) [[unlikely]]
-      return false;
-    *reinterpret_cast<void**>(next) = block;
-    stack.next.set(next + sizeof(void*));
-    return true;
-  }
-
   unsigned class_for(std::size_t bytes, std::size_t alignment) const noexcept;
   // The calling thread's cache, made on first use; nullptr if there can be none (out of
   // memory, or the thread is past its exit hook).
@@ -187,8 +168,8 @@ class size_class_engine {
   // (note_slow_path): a sweep waits for other threads' uses, so it never runs inside one.
   void end_use_and_sweep(cache_link& link, size_class_cache& local) noexcept;
   void grow_limit(size_class_cache& local, unsigned index) noexcept;
-  // Gives the stack slots for `new_limit` blocks and a refill's one more (within `most`), from
-  // upstream; false, changing nothing, if upstream refuses them.
+  // Gives the stack slots for `new_limit` blocks and a refill's one more, and its floor
+  // (within `most` words), from upstream; false, changing nothing, if upstream refuses them.
   bool reserve_slots(size_class_cache& local, unsigned index, std::uint32_t new_limit,
                      std::uint32_t most) noexcept;
   // Returns the stack's slots to upstream: its limit fell to 0, or its cache is going.
@@ -271,10 +252,11 @@ class size_class_engine {
   const size_class_options options_;
   unsigned class_count_ = 0;
   unsigned stack_count_ = 0;  // class_count_ and the whole chunks' stacks after them
-  std::size_t small_limit_ = 0;  // min(table_limit, max_pooled): classes found by table
+  std::size_t small_limit_ = 0;  // min(table_limit, max_pooled): sizes the table gives a class
   std::uint64_t idle_period_ = 0;  // cache_idle_time in nanoseconds
-  // For each 8 bytes of request size up to small_limit_ (the size rounded up, over 8): where
-  // its class's stack lies among a cache's stacks, the class index times sizeof(block_stack),
+  // For each 8 bytes of request size up to table_limit (the size rounded up, over 8): where
+  // its class's stack lies among a cache's stacks (past small_limit_, the stack no class
+  // uses: allocate()), the stack's index times sizeof(block_stack),
   // so that a fast path addresses the stack without scaling an index (two instructions fewer
   // a call: docs/size_class_containers.md, "What a free costs in a destroy").
   // index_of_stack() gives the class back.

@@ -137,8 +137,9 @@ struct size_class_stats {
   // The caches' limits added up: what they may hold at most, within max_cached_total.
   std::uint64_t cache_limit_bytes = 0;
   // Of bytes_from_upstream: the caches' stacks of free blocks' addresses (8 bytes a block of a
-  // class's limit, 128 at least, for each class a cache uses). Each cache itself, about 4.6 KiB
-  // a thread and resource, comes from the process heap and is in no figure here.
+  // class's limit and two more words, 128 at least, for each class a cache uses). Each cache
+  // itself, about 4.6 KiB a thread and resource, comes from the process heap and is in no
+  // figure here.
   std::uint64_t cache_slot_bytes = 0;
 };
 

@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <map>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -283,6 +284,82 @@ TEMPLATE_TEST_CASE("size_class: max_pooled bounds the pool; larger requests go t
   r.deallocate(aligned, 8, max_pooled * 2);
   CHECK(check_pattern(pooled, max_pooled, 1));
   r.deallocate(pooled, max_pooled, 8);
+}
+
+// Sizes past max_pooled but within the size table name a stack that never has slots, so the
+// fast paths fail on them and the slow paths send them to upstream; a free of one must not
+// take the overflow path of a class (size_class_engine.hpp, allocate()).
+TEMPLATE_TEST_CASE("size_class: sizes past max_pooled go to upstream from a thread's cache",
+                   "[size_class]", size_class_resource, size_class_unsync_resource) {
+  pmrkit::counting_resource upstream;
+  size_class_options options;
+  options.max_pooled = 256;
+  TestType r(options, &upstream);
+  void* pooled = r.allocate(64, 8);  // the thread's cache, so later calls take the fast paths
+  fill_pattern(pooled, 64, 7);
+  const auto round_of_large_blocks = [&] {
+    std::vector<std::pair<void*, std::size_t>> large;
+    for (std::size_t bytes = 257; bytes <= 4096; bytes += 255) {
+      void* const p = r.allocate(bytes, 8);
+      fill_pattern(p, bytes, bytes);
+      large.emplace_back(p, bytes);
+    }
+    CHECK(r.stats().large_live_blocks == large.size());
+    for (const auto& [p, bytes] : large) {
+      CHECK(check_pattern(p, bytes, bytes));
+      r.deallocate(p, bytes, 8);
+    }
+  };
+  round_of_large_blocks();  // which also grows the table that tracks large blocks to its size
+  const auto before = r.stats();
+  const auto upstream_before = upstream.stats();
+  round_of_large_blocks();
+  round_of_large_blocks();
+  const auto after = r.stats();
+  CHECK(after.large_allocations == before.large_allocations + 2 * 16);
+  CHECK(after.large_deallocations == before.large_deallocations + 2 * 16);
+  CHECK(after.large_live_blocks == 0);
+  CHECK(after.cache_slot_bytes == before.cache_slot_bytes);
+  CHECK(upstream.stats().bytes_in_use == upstream_before.bytes_in_use);
+  CHECK(check_pattern(pooled, 64, 7));
+  r.deallocate(pooled, 64, 8);
+}
+
+// A stack keeps a null word below its first slot, by which a pop finds it empty
+// (size_class_cache.hpp). Its slots come from upstream uninitialised, here filled with a
+// pattern, so a floor left unwritten, or lost when the slots grow, would be handed out as a
+// block.
+TEMPLATE_TEST_CASE("size_class: an emptied stack hands out no word of its slots",
+                   "[size_class]", size_class_resource, size_class_unsync_resource) {
+  struct scribbling_resource final : std::pmr::memory_resource {
+    void* do_allocate(std::size_t bytes, std::size_t alignment) override {
+      void* const p = std::pmr::new_delete_resource()->allocate(bytes, alignment);
+      std::memset(p, 0xA5, bytes);
+      return p;
+    }
+    void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override {
+      std::pmr::new_delete_resource()->deallocate(p, bytes, alignment);
+    }
+    bool do_is_equal(const memory_resource& other) const noexcept override {
+      return this == &other;
+    }
+  } upstream;
+  TestType r({}, &upstream);
+  for (int round = 0; round < 4; ++round) {
+    // More blocks than a stack's limit: each round empties the stacks, and its slots grow.
+    std::vector<void*> blocks;
+    for (int i = 0; i < 3000; ++i) {
+      void* const p = r.allocate(48, 8);
+      std::uintptr_t scribble;
+      std::memset(&scribble, 0xA5, sizeof scribble);
+      REQUIRE(reinterpret_cast<std::uintptr_t>(p) != scribble);
+      REQUIRE(p != nullptr);
+      REQUIRE(is_aligned(p, 16));
+      blocks.push_back(p);
+    }
+    CHECK(std::set<void*>(blocks.begin(), blocks.end()).size() == blocks.size());
+    for (void* p : blocks) r.deallocate(p, 48, 8);
+  }
 }
 
 TEMPLATE_TEST_CASE("size_class: alignments up to the class size come from the pool",
