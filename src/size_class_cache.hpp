@@ -175,9 +175,10 @@ struct size_class_cache {
   // thread made that many allocations (size_class_engine's scavenge).
   std::uint64_t allocations_at_scavenge = 0;
   std::array<std::uint32_t, cache_stack_count> class_allocations_at_scavenge{};
-  // Each stack's slots (0: none), and its refills and overflows since the last scavenge: with
-  // its allocation count, whether the thread used the class in between. Kept out of the
-  // stacks, which the fast paths touch, so a stack stays 32 bytes.
+  // Each stack's words from upstream (its floor and slots; 0: none), and its refills and
+  // overflows since the last scavenge: with its allocation count, whether the thread used the
+  // class in between. Kept out of the stacks, which the fast paths touch, so a stack stays 32
+  // bytes.
   std::array<std::uint32_t, cache_stack_count> capacities{};
   std::array<std::uint32_t, cache_stack_count> stack_slow_paths{};
   // Held while a stack's slots move (the engine's reserve_slots and drop_slots): a stats()

@@ -345,13 +345,13 @@ TEMPLATE_TEST_CASE("size_class: an emptied stack hands out no word of its slots"
     }
   } upstream;
   TestType r({}, &upstream);
+  std::uintptr_t scribble;  // what a word of the slots holds until the stack writes it
+  std::memset(&scribble, 0xA5, sizeof scribble);
   for (int round = 0; round < 4; ++round) {
     // More blocks than a stack's limit: each round empties the stacks, and its slots grow.
     std::vector<void*> blocks;
     for (int i = 0; i < 3000; ++i) {
       void* const p = r.allocate(48, 8);
-      std::uintptr_t scribble;
-      std::memset(&scribble, 0xA5, sizeof scribble);
       REQUIRE(reinterpret_cast<std::uintptr_t>(p) != scribble);
       REQUIRE(p != nullptr);
       REQUIRE(is_aligned(p, 16));
