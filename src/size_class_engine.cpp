@@ -114,8 +114,9 @@ void require(bool ok, const std::string& message) {
 
 template <class Policy>
 size_class_engine<Policy>::size_class_engine(const size_class_options& options,
-                                             std::pmr::memory_resource* upstream)
-    : upstream_(upstream), options_(options) {
+                                             std::pmr::memory_resource* upstream,
+                                             const void* key)
+    : upstream_(upstream), options_(options), key_(key) {
   require(upstream != nullptr, "upstream resource is null");
   require(std::has_single_bit(options.max_pooled) && options.max_pooled >= size_classes::smallest &&
               options.max_pooled <= size_classes::largest,
@@ -146,25 +147,15 @@ size_class_engine<Policy>::size_class_engine(const size_class_options& options,
     info.max_limit = static_cast<std::uint32_t>(
         std::min(max_cached_blocks, options.thread_cache / 2 / info.block_size));
   }
-  stack_count_ = class_count_ + whole_chunk_sizes;
-  for (unsigned index = class_count_; index < stack_count_; ++index) {
+  // Classes past max_pooled keep their info empty and their stacks without slots.
+  for (unsigned index = size_classes::count; index < cache_stack_count; ++index) {
     class_info& info = info_[index];
-    info.block_size = info.chunk_bytes = smallest_whole_chunk << (index - class_count_);
+    info.block_size = info.chunk_bytes = smallest_whole_chunk << (index - size_classes::count);
     info.chunk_shift = static_cast<unsigned>(std::countr_zero(info.chunk_bytes));
     info.batch = static_cast<std::uint32_t>(
         std::clamp<std::size_t>(whole_refill_bytes / info.block_size, 1, max_whole_batch));
     info.max_limit = static_cast<std::uint32_t>(
         std::min(max_cached_blocks, options.thread_cache / 2 / info.block_size));
-  }
-  // Sizes past max_pooled (when it is below the table's reach) name the first stack past the
-  // whole chunks', which no class uses and which never has slots (allocate()).
-  const unsigned no_class_stack = stack_count_;
-  assert((small_limit_ == table_limit || no_class_stack < cache_stack_count) &&
-         "pmrkit: size_class: no stack left for the sizes past max_pooled");
-  for (std::size_t slot = 0; slot < small_stack_offsets_.size(); ++slot) {
-    const std::size_t size = std::max<std::size_t>(slot * 8, 1);
-    const unsigned index = size <= small_limit_ ? size_classes::index_of(size) : no_class_stack;
-    small_stack_offsets_[slot] = static_cast<std::uint16_t>(index * sizeof(block_stack));
   }
   if constexpr (!per_thread_caches) own_cache_ = size_class_cache(options.thread_cache);
   cache_share_.set(options.max_cached_total);
@@ -183,7 +174,7 @@ unsigned size_class_engine<Policy>::class_for(std::size_t bytes,
   const std::size_t size = std::max<std::size_t>({bytes, alignment, 1});
   if (size > options_.max_pooled) return size_classes::none;
   if (size <= small_limit_ && alignment <= 16)
-    return index_of_stack(small_stack_offsets_[(size + 7) >> 3]);
+    return index_of_stack(stack_offsets[(size + 7) >> 3]);
   // Walks at most to bit_ceil(size), a class whose blocks are aligned to it, and no larger
   // than max_pooled (a power of two).
   unsigned index = size_classes::index_of(size);
@@ -204,7 +195,7 @@ void* size_class_engine<Policy>::allocate_slow(std::size_t bytes, std::size_t al
     // upstream: no reclaimer waits on that).
     cache_link& link = *this_thread_caches.last;
     begin_use(link);
-    if (link.owner.load(std::memory_order_relaxed) != this) {
+    if (link.owner.load(std::memory_order_relaxed) != key_) {
       end_use(link);
       return allocate_uncached(index);
     }
@@ -233,7 +224,7 @@ void size_class_engine<Policy>::deallocate_slow(void* block, std::size_t bytes,
     if (local == nullptr) return deallocate_uncached(block, index);
     cache_link& link = *this_thread_caches.last;  // as in allocate_slow
     begin_use(link);
-    if (link.owner.load(std::memory_order_relaxed) != this) {
+    if (link.owner.load(std::memory_order_relaxed) != key_) {
       end_use(link);
       return deallocate_uncached(block, index);
     }
@@ -281,7 +272,7 @@ void size_class_engine<Policy>::deallocate_into(size_class_cache& local, void* b
 template <class Policy>
 auto size_class_engine<Policy>::local_cache() noexcept -> size_class_cache* {
   if constexpr (per_thread_caches) {
-    if (size_class_cache* const found = thread_caches_.find(this)) return found;
+    if (size_class_cache* const found = thread_caches_.find(key_)) return found;
     // No cache (out of memory, or the thread is past its exit hook): the caller takes the
     // uncached path, which locks the class store for each block.
     // Shards go to caches in turn, so up to that many threads refill from chunks of their own.
@@ -297,7 +288,8 @@ auto size_class_engine<Policy>::local_cache() noexcept -> size_class_cache* {
           idle_grace_.sweeps_for_new_cache(thread, steady_nanoseconds(), idle_period_);
     }
     size_class_cache* const made =
-        thread_caches_.make(this, options_.thread_cache, shard, thread, sweeps_to_take);
+        thread_caches_.make_keyed(key_, this, options_.thread_cache, shard, thread,
+                                  sweeps_to_take);
     if (made) {
       count_caches(+1);
       caches_in_shard_[shard].add(1);
@@ -310,7 +302,7 @@ auto size_class_engine<Policy>::local_cache() noexcept -> size_class_cache* {
 
 template <class Policy>
 void size_class_engine<Policy>::absorb_exiting_cache(size_class_cache& local) noexcept {
-  for (unsigned index = 0; index < stack_count_; ++index) {
+  for (unsigned index = 0; index < cache_stack_count; ++index) {
     block_stack& stack = local.stacks[index];
     const std::uint32_t count = stack.count();
     const std::uint64_t allocations = stack.allocations.get();
@@ -452,12 +444,12 @@ void size_class_engine<Policy>::note_slow_path(size_class_cache& local) noexcept
 template <class Policy>
 void size_class_engine<Policy>::scavenge(size_class_cache& local) noexcept {
   std::uint64_t allocations = 0;
-  for (unsigned index = 0; index < stack_count_; ++index)
+  for (unsigned index = 0; index < cache_stack_count; ++index)
     allocations += local.stacks[index].allocations.get();
   if (allocations - local.allocations_at_scavenge < scavenge_allocations) return;
   local.allocations_at_scavenge = allocations;
   std::size_t cut_bytes = 0;
-  for (unsigned index = 0; index < stack_count_; ++index) {
+  for (unsigned index = 0; index < cache_stack_count; ++index) {
     block_stack& stack = local.stacks[index];
     const auto class_allocations = static_cast<std::uint32_t>(stack.allocations.get());
     const bool allocated = std::exchange(local.class_allocations_at_scavenge[index],
@@ -501,9 +493,9 @@ void size_class_engine<Policy>::shrink_to(size_class_cache& local, std::size_t b
   // Round robin until the limits fit, or a whole round found nothing left to cut. Each visit
   // halves a limit (as limits grow, by doubling), so a cache far over its budget (threads
   // came while it was large) takes several rounds, all within this one slow path.
-  for (unsigned fruitless = 0; fruitless < stack_count_ && local.limit_bytes > budget;) {
+  for (unsigned fruitless = 0; fruitless < cache_stack_count && local.limit_bytes > budget;) {
     const unsigned victim = local.steal_cursor;
-    local.steal_cursor = victim + 1 < stack_count_ ? victim + 1 : 0;
+    local.steal_cursor = victim + 1 < cache_stack_count ? victim + 1 : 0;
     block_stack& other = local.stacks[victim];
     if (victim == keep || other.limit() == 0) {
       ++fruitless;
@@ -563,7 +555,7 @@ void size_class_engine<Policy>::count_caches(int change) noexcept {
 template <class Policy>
 void size_class_engine<Policy>::reclaim_idle_caches() noexcept {
   if constexpr (per_thread_caches) {
-    const size_class_cache* const mine = thread_caches_.find(this);
+    const size_class_cache* const mine = thread_caches_.find(key_);
     // A sweep is opportunistic: while trim(), stats() or another sweep holds the lock, this one
     // is skipped rather than waited for, so no slow path queues behind a snapshot.
     const std::unique_lock one_reclaim(reclaim_mutex_, std::try_to_lock);
@@ -574,7 +566,7 @@ void size_class_engine<Policy>::reclaim_idle_caches() noexcept {
         [&](size_class_cache& cache) {
           // Allocations count too, so a thread that runs from its cache alone is not idle.
           std::uint64_t activity = cache.slow_paths.get();
-          for (unsigned index = 0; index < stack_count_; ++index)
+          for (unsigned index = 0; index < cache_stack_count; ++index)
             activity += cache.stacks[index].allocations.get();
           const bool idle = activity == cache.activity_at_last_sweep;
           cache.activity_at_last_sweep = activity;
@@ -608,7 +600,7 @@ void size_class_engine<Policy>::overflow(size_class_cache& local, unsigned index
   ++local.stack_slow_paths[index];
   note_slow_path(local);
   const std::size_t budget = cache_budget(local);
-  if (local.limit_bytes > budget) shrink_to(local, budget, stack_count_);
+  if (local.limit_bytes > budget) shrink_to(local, budget, cache_stack_count);
   // A stack of a class this cache never allocated grows too, up to a batch: a thread that only
   // frees it (it consumes what others produce, or its cache was taken back as idle while it
   // read and it now destroys what it built) otherwise gave every block back alone, under the
@@ -913,7 +905,7 @@ void size_class_engine<Policy>::release() noexcept {
     drop_every_slot(own_cache_);
     own_cache_ = size_class_cache(options_.thread_cache);
   }
-  for (unsigned index = 0; index < stack_count_; ++index) {
+  for (unsigned index = 0; index < cache_stack_count; ++index) {
     chunk_header* all = nullptr;
     {
       const std::lock_guard lock(stores_[index].mutex);
@@ -944,8 +936,8 @@ void size_class_engine<Policy>::trim() noexcept {
                            [&](size_class_cache& cache) { absorb_exiting_cache(cache); });
     if (!can_fence_every_thread()) {
       // No process-wide barrier on this system: only the calling thread's own cache.
-      if (size_class_cache* const local = thread_caches_.find(this)) {
-        for (unsigned index = 0; index < stack_count_; ++index) {
+      if (size_class_cache* const local = thread_caches_.find(key_)) {
+        for (unsigned index = 0; index < cache_stack_count; ++index) {
           const std::uint32_t held = local->stacks[index].count();
           if (held > 0) flush(*local, index, held);
         }
@@ -961,8 +953,8 @@ template <class Policy>
 size_class_stats size_class_engine<Policy>::stats() const {
   size_class_stats out;
   // The classes, then the whole chunks' sizes (split apart below).
-  std::vector<size_class_stats::size_class> entries(stack_count_);
-  for (unsigned index = 0; index < stack_count_; ++index) {
+  std::vector<size_class_stats::size_class> entries(cache_stack_count);
+  for (unsigned index = 0; index < cache_stack_count; ++index) {
     entries[index].block_size = info_[index].block_size;
     entries[index].chunk_bytes = info_[index].chunk_bytes;
     entries[index].blocks_per_chunk =
@@ -975,12 +967,12 @@ size_class_stats size_class_engine<Policy>::stats() const {
     std::array<std::uint32_t, cache_stack_count> counts{};
     for (;;) {
       const std::uint64_t moves = local.slots_moves.begin_read();
-      for (unsigned index = 0; index < stack_count_; ++index)
+      for (unsigned index = 0; index < cache_stack_count; ++index)
         counts[index] = local.stacks[index].count();
       if (!local.slots_moves.read_again(moves)) break;
       std::this_thread::yield();
     }
-    for (unsigned index = 0; index < stack_count_; ++index) {
+    for (unsigned index = 0; index < cache_stack_count; ++index) {
       entries[index].allocations += local.stacks[index].allocations.get();
       entries[index].cached_blocks += counts[index];
       bytes += counts[index] * info_[index].block_size;
@@ -989,7 +981,7 @@ size_class_stats size_class_engine<Policy>::stats() const {
     out.cached_bytes += bytes;
   };
   const auto add_stores = [&] {
-    for (unsigned index = 0; index < stack_count_; ++index) {
+    for (unsigned index = 0; index < cache_stack_count; ++index) {
       const class_store<Policy>& store = stores_[index];
       size_class_stats::size_class& entry = entries[index];
       const std::lock_guard lock(store.mutex);
@@ -1017,7 +1009,7 @@ size_class_stats size_class_engine<Policy>::stats() const {
         entry.allocations > entry.live_blocks ? entry.allocations - entry.live_blocks : 0;
   }
   out.classes.assign(entries.begin(), entries.begin() + class_count_);
-  out.whole_chunks.assign(entries.begin() + class_count_, entries.end());
+  out.whole_chunks.assign(entries.begin() + size_classes::count, entries.end());
   {
     const std::lock_guard lock(large_mutex_);
     out.large_allocations = large_allocations_;

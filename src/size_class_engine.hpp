@@ -8,11 +8,13 @@
 // size_class_engine.cpp.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <memory_resource>
 #include <new>
 #include <type_traits>
@@ -41,31 +43,36 @@ class size_class_engine {
   static constexpr bool per_thread_caches = traits::per_thread_caches;
 
  public:
-  // Throws std::invalid_argument for an option out of range or a null upstream.
-  size_class_engine(const size_class_options& options, std::pmr::memory_resource* upstream);
+  // Throws std::invalid_argument for an option out of range or a null upstream. `key` is the
+  // address of the resource that owns the engine (its caches are found by it: allocate()).
+  size_class_engine(const size_class_options& options, std::pmr::memory_resource* upstream,
+                    const void* key);
   ~size_class_engine();
   size_class_engine(const size_class_engine&) = delete;
   size_class_engine& operator=(const size_class_engine&) = delete;
 
-  // The fast paths handle a request with a table-sized class and a cache hit; everything else
-  // is a tail call into the slow paths, which recompute what they need. That keeps these
-  // functions free of stack frames and saved registers. Under sync_policy each use of the
-  // thread's cache is bracketed (two plain stores of a thread-local flag), so that trim() can
-  // take the caches of threads that are parked (thread_cache_directory.hpp).
-  // A size the table covers finds its stack there; sizes past max_pooled find the stack after
-  // the last class's, which never has slots, so both fast paths fail on it and the slow paths
-  // sort the size out. The fast paths thus compare the size with a constant, not with a
-  // member loaded first (docs/size_class_containers.md, "Loads on the fast paths").
-  void* allocate(std::size_t bytes, std::size_t alignment) {
+  // The fast paths, called by the resource: `key` is the resource's address, `engine` its
+  // pointer to this engine. They handle a request with a table-sized class and a cache hit;
+  // everything else is a tail call into the slow paths, which recompute what they need. That
+  // keeps them free of stack frames and saved registers. Under sync_policy a hit never loads
+  // the engine's address: the size table is the program's (stack_offsets), and the thread's
+  // cache is told from others by the resource's address, already in a register (one load
+  // fewer a call: docs/size_class_containers.md, "The engine's address off the fast paths").
+  // Each use of the thread's cache is bracketed (two plain stores of a thread-local flag), so
+  // that trim() can take the caches of threads that are parked (thread_cache_directory.hpp).
+  // Sizes past max_pooled find the stack of a class this engine does not pool, which never
+  // has slots, so both fast paths fail on it and the slow paths send the size upstream.
+  static void* allocate(const void* key, const std::unique_ptr<size_class_engine>& engine,
+                        std::size_t bytes, std::size_t alignment) {
     const std::size_t size = bytes > alignment ? bytes : alignment;
     if (size <= table_limit && alignment <= 16) [[likely]] {
-      const unsigned offset = small_stack_offsets_[(size + 7) >> 3];
+      const unsigned offset = stack_offsets[(size + 7) >> 3];
       void* block;
       if constexpr (per_thread_caches) {
-        // A thread without a cache has no_cache_link() here, whose owner is never this.
+        // A thread without a cache has no_cache_link() here, whose owner is never a key.
         cache_link* const link = this_thread_caches.last;
         begin_fast_use();
-        if (link->owner.load(std::memory_order_relaxed) == this) [[likely]] {
+        if (link->owner.load(std::memory_order_relaxed) == key) [[likely]] {
           if (stack_at(thread_cache_set::cache_of(link), offset).try_pop(block)) [[likely]] {
             end_fast_use();
             return block;
@@ -73,36 +80,38 @@ class size_class_engine {
         }
         end_fast_use();
       } else {
-        if (stack_at(own_cache_, offset).try_pop(block)) [[likely]] return block;
+        if (stack_at(engine->own_cache_, offset).try_pop(block)) [[likely]] return block;
       }
     }
-    return allocate_slow(bytes, alignment);
+    return engine->allocate_slow(bytes, alignment);
   }
 
-  void deallocate(void* block, std::size_t bytes, std::size_t alignment) noexcept {
+  static void deallocate(const void* key, const std::unique_ptr<size_class_engine>& engine,
+                         void* block, std::size_t bytes, std::size_t alignment) noexcept {
     const std::size_t size = bytes > alignment ? bytes : alignment;
     if (size <= table_limit && alignment <= 16) [[likely]] {
-      const unsigned offset = small_stack_offsets_[(size + 7) >> 3];
+      const unsigned offset = stack_offsets[(size + 7) >> 3];
       if constexpr (per_thread_caches) {
         cache_link* const link = this_thread_caches.last;  // as in allocate()
         begin_fast_use();
-        if (link->owner.load(std::memory_order_relaxed) == this) [[likely]] {
+        if (link->owner.load(std::memory_order_relaxed) == key) [[likely]] {
           size_class_cache& local = thread_cache_set::cache_of(link);
           if (stack_at(local, offset).try_push(block)) [[likely]] {
             end_fast_use();
             return;
           }
-          if (index_of_stack(offset) < stack_count_) [[likely]]
-            return overflow_from_fast_use(*link, local, index_of_stack(offset), block);
+          if (index_of_stack(offset) < engine->class_count_) [[likely]]
+            return engine->overflow_from_fast_use(*link, local, index_of_stack(offset), block);
         }
         end_fast_use();
       } else {
-        if (stack_at(own_cache_, offset).try_push(block)) [[likely]] return;
-        if (index_of_stack(offset) < stack_count_) [[likely]]
-          return overflow(own_cache_, index_of_stack(offset), block);
+        size_class_engine& self = *engine;
+        if (stack_at(self.own_cache_, offset).try_push(block)) [[likely]] return;
+        if (index_of_stack(offset) < self.class_count_) [[likely]]
+          return self.overflow(self.own_cache_, index_of_stack(offset), block);
       }
     }
-    return deallocate_slow(block, bytes, alignment);
+    return engine->deallocate_slow(block, bytes, alignment);
   }
 
   void release() noexcept;
@@ -124,20 +133,40 @@ class size_class_engine {
   static constexpr bool is_whole_chunk(std::size_t bytes, std::size_t alignment) noexcept {
     return bytes == alignment && bytes >= smallest_whole_chunk && bytes <= largest_whole_chunk;
   }
-  unsigned whole_chunk_index(std::size_t bytes) const noexcept {
-    return class_count_ + static_cast<unsigned>(std::countr_zero(bytes / smallest_whole_chunk));
+  // Whole chunks' stacks come after every class's, whatever max_pooled is, so that the table's
+  // classes past max_pooled name stacks without slots rather than theirs.
+  static unsigned whole_chunk_index(std::size_t bytes) noexcept {
+    return size_classes::count +
+           static_cast<unsigned>(std::countr_zero(bytes / smallest_whole_chunk));
   }
-  bool is_whole_chunk_index(unsigned index) const noexcept { return index >= class_count_; }
+  static bool is_whole_chunk_index(unsigned index) noexcept {
+    return index >= size_classes::count;
+  }
 
   // Requests of at most this many bytes (and alignment at most 16) find their class in one
   // table load; 4096 covers the sizes most programs allocate most often. Every class from 16
   // bytes up is a multiple of 16, so 16-byte alignment costs nothing.
   static constexpr std::size_t table_limit = 4096;
+  // For each 8 bytes of request size up to table_limit (the size rounded up, over 8): where
+  // its class's stack lies among a cache's stacks, the class's index times
+  // sizeof(block_stack), so that a fast path addresses the stack without scaling an index (two
+  // instructions fewer a call: docs/size_class_containers.md, "What a free costs in a
+  // destroy"). index_of_stack() gives the class back. The same for every engine: a class
+  // past max_pooled keeps a stack that never has slots.
+  static constexpr auto stack_offsets = [] {
+    std::array<std::uint16_t, table_limit / 8 + 1> offsets{};
+    for (std::size_t slot = 0; slot < offsets.size(); ++slot) {
+      const std::size_t size = std::max<std::size_t>(slot * 8, 1);
+      offsets[slot] = static_cast<std::uint16_t>(size_classes::index_of(size) * 32);
+    }
+    return offsets;
+  }();
+  static_assert(sizeof(block_stack) == 32);
 
   using thread_cache_set = thread_caches<size_class_engine, size_class_cache>;
   friend thread_cache_set;
 
-  // The stack at `offset` bytes into a cache's stacks (small_stack_offsets_), and its class.
+  // The stack at `offset` bytes into a cache's stacks (stack_offsets), and its class.
   static block_stack& stack_at(size_class_cache& cache, unsigned offset) noexcept {
     return *std::launder(reinterpret_cast<block_stack*>(
         reinterpret_cast<std::byte*>(cache.stacks.data()) + offset));
@@ -250,17 +279,10 @@ class size_class_engine {
   // Read on every call; written only by the constructor (and, unsync, own_cache_).
   std::pmr::memory_resource* const upstream_;
   const size_class_options options_;
-  unsigned class_count_ = 0;
-  unsigned stack_count_ = 0;  // class_count_ and the whole chunks' stacks after them
+  const void* const key_;  // the resource's address: what its threads' caches are found by
+  unsigned class_count_ = 0;  // the classes pooled, up to max_pooled's
   std::size_t small_limit_ = 0;  // min(table_limit, max_pooled): sizes the table gives a class
   std::uint64_t idle_period_ = 0;  // cache_idle_time in nanoseconds
-  // For each 8 bytes of request size up to table_limit (the size rounded up, over 8): where
-  // its class's stack lies among a cache's stacks (past small_limit_, the stack no class
-  // uses: allocate()), the stack's index times sizeof(block_stack),
-  // so that a fast path addresses the stack without scaling an index (two instructions fewer
-  // a call: docs/size_class_containers.md, "What a free costs in a destroy").
-  // index_of_stack() gives the class back.
-  std::array<std::uint16_t, table_limit / 8 + 1> small_stack_offsets_{};
   std::array<class_info, cache_stack_count> info_{};
   [[no_unique_address]] std::conditional_t<per_thread_caches, nothing, size_class_cache>
       own_cache_{};

@@ -9,7 +9,7 @@ namespace pmrkit {
 template <class Policy>
 basic_size_class_resource<Policy>::basic_size_class_resource(size_class_options options,
                                                              std::pmr::memory_resource* upstream)
-    : engine_(std::make_unique<detail::size_class_engine<Policy>>(options, upstream)) {}
+    : engine_(std::make_unique<detail::size_class_engine<Policy>>(options, upstream, this)) {}
 
 template <class Policy>
 basic_size_class_resource<Policy>::~basic_size_class_resource() = default;
@@ -41,13 +41,13 @@ std::pmr::memory_resource* basic_size_class_resource<Policy>::upstream_resource(
 
 template <class Policy>
 void* basic_size_class_resource<Policy>::do_allocate(std::size_t bytes, std::size_t alignment) {
-  return engine_->allocate(bytes, alignment);
+  return detail::size_class_engine<Policy>::allocate(this, engine_, bytes, alignment);
 }
 
 template <class Policy>
 void basic_size_class_resource<Policy>::do_deallocate(void* p, std::size_t bytes,
                                                       std::size_t alignment) {
-  engine_->deallocate(p, bytes, alignment);
+  detail::size_class_engine<Policy>::deallocate(this, engine_, p, bytes, alignment);
 }
 
 template class basic_size_class_resource<sync_policy>;

@@ -4,14 +4,15 @@
 // here: each brings its cache type and what to do with a cache whose thread exits.
 //
 // A cache_link ties one thread's cache to one owner. Both sides hold a reference; the last to
-// let go deletes it. `owner` points at the owner while the cache serves it and becomes null
-// exactly once, under `detach_mutex`, by whichever comes first:
+// let go deletes it. `owner` holds the owner's key (its address, or another it chose) while
+// the cache serves it and becomes null exactly once, under `detach_mutex`, by whichever comes
+// first:
 //  - the thread exits: under detach_mutex the owner absorbs the cache (it is alive: it cannot
 //    finish detaching this link while the mutex is held);
 //  - the owner is destroyed or released: under detach_mutex it marks the link detached, after
 //    doing what it must with the cache's contents (or nothing, if they die with it).
-// The thread's fast path compares `owner` with the object it is called for, so a detached
-// cache is never used again, even by a new owner that reuses the old one's address.
+// The thread's fast path compares `owner` with the key of the object it is called for, so a
+// detached cache is never used again, even by a new owner that reuses the old one's address.
 // Lock order: registry mutex, then detach_mutex, then the registry's exit gate, then whatever
 // the owner locks inside. A thread's exit absorbs its cache under the exit gate, so a snapshot
 // (while_frozen) holds the registry mutex and the gate alone, one lock however many threads
@@ -42,6 +43,8 @@ namespace pmrkit::detail {
 struct cache_link {
   virtual ~cache_link() = default;
 
+  // The key the owner's caches are found by: its address, or one it chose (thread_caches'
+  // make_keyed). Compared only, never dereferenced.
   std::atomic<const void*> owner{nullptr};
   // Set by the thread during a use of the cache other than a fast one (begin_use/end_use).
   std::atomic<std::uint32_t> in_use{0};
@@ -54,6 +57,7 @@ struct cache_link {
   // Called at thread exit, under detach_mutex, while owner is set: the owner takes the cache's
   // contents back.
   void (*absorb_into_owner)(cache_link&) noexcept = nullptr;
+  void* absorber = nullptr;  // the owner object absorb_into_owner hands the cache to
   // The owner's exit gate (cache_registry): absorb_into_owner runs under it. Set by the
   // registry; read while owner is set, when the registry is alive.
   std::mutex* exit_gate = nullptr;
@@ -218,23 +222,26 @@ class cache_registry {
 //   void absorb_exiting_cache(Cache&) noexcept;
 // (public, or befriending this class), called on the exiting thread, under the cache's
 // detach_mutex, while the owner is alive: it takes back what the cache holds. Caches are
-// found by the owner's address, which the caller passes to each call.
+// found by a key, which the caller passes to each call: the owner's address, or (make_keyed)
+// the address of an object that lives exactly as long as the owner and is at hand where the
+// owner is not (size_class's fast paths compare the resource's address, so that a hit never
+// loads the address of the engine behind it).
 template <class Owner, class Cache>
 class thread_caches {
  public:
-  // The calling thread's cache for owner if it is the one the thread used last, else nullptr:
+  // The calling thread's cache for key if it is the one the thread used last, else nullptr:
   // one thread-local load and one compare (find's first step).
-  static Cache* last_used(const Owner* owner) noexcept {
+  static Cache* last_used(const void* key) noexcept {
     cache_link* const link = this_thread_caches.last;
-    if (link->owner.load(std::memory_order_relaxed) == owner) [[likely]]
+    if (link->owner.load(std::memory_order_relaxed) == key) [[likely]]
       return &static_cast<linked*>(link)->cache;
     return nullptr;
   }
 
-  // The calling thread's cache for owner, or nullptr if it has none.
-  static Cache* find(const Owner* owner) noexcept {
-    if (Cache* const cache = last_used(owner)) return cache;
-    cache_link* const link = find_thread_cache(owner);
+  // The calling thread's cache for key, or nullptr if it has none.
+  static Cache* find(const void* key) noexcept {
+    if (Cache* const cache = last_used(key)) return cache;
+    cache_link* const link = find_thread_cache(key);
     return link ? &static_cast<linked*>(link)->cache : nullptr;
   }
 
@@ -250,6 +257,13 @@ class thread_caches {
   // A new cache for owner, for a caller that found none (find); nullptr as find_or_make.
   template <class... Args>
   Cache* make(Owner* owner, Args&&... args) noexcept {
+    return make_keyed(owner, owner, std::forward<Args>(args)...);
+  }
+
+  // The same, found by `key` instead of the owner's address: the address of another object
+  // that lives as long as the owner, so that no other live owner has it as its key.
+  template <class... Args>
+  Cache* make_keyed(const void* key, Owner* owner, Args&&... args) noexcept {
     if (this_thread_caches.exited) return nullptr;
     linked* fresh = nullptr;
     try {
@@ -257,8 +271,9 @@ class thread_caches {
     } catch (...) {
       return nullptr;
     }
-    fresh->owner.store(owner, std::memory_order_relaxed);
+    fresh->owner.store(key, std::memory_order_relaxed);
     fresh->absorb_into_owner = &absorb;
+    fresh->absorber = owner;
     if (!adopt_thread_cache(fresh)) {
       delete fresh;
       return nullptr;
@@ -309,9 +324,7 @@ class thread_caches {
   };
 
   static void absorb(cache_link& link) noexcept {
-    auto* const owner =
-        static_cast<Owner*>(const_cast<void*>(link.owner.load(std::memory_order_acquire)));
-    owner->absorb_exiting_cache(static_cast<linked&>(link).cache);
+    static_cast<Owner*>(link.absorber)->absorb_exiting_cache(static_cast<linked&>(link).cache);
   }
 
   cache_registry registry_;

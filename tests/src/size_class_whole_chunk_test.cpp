@@ -13,11 +13,14 @@
 #include "pmrkit/counting_resource.hpp"
 #include "pmrkit/size_class_resource.hpp"
 #include "pmrkit/testing/failure_sweep.hpp"
+#include "test_resources.hpp"
 
 using pmrkit::size_class_options;
 using pmrkit::size_class_resource;
 using pmrkit::size_class_stats;
 using pmrkit::size_class_unsync_resource;
+using pmrkit::test::check_pattern;
+using pmrkit::test::fill_pattern;
 
 namespace {
 
@@ -148,6 +151,50 @@ TEMPLATE_TEST_CASE("size_class: only chunk-shaped requests from 8 KiB to 512 KiB
     r.deallocate(p, bytes, bytes);
   }
   CHECK(r.stats().whole_chunks.size() == 7);
+  r.release();
+  CHECK(upstream.stats().bytes_in_use == 0);
+}
+
+// Every class has a stack in a thread's cache, pooled or not, and the whole chunks' stacks come
+// after them all: the fast paths find a size's stack in a table that is the same for every
+// max_pooled, so a size past max_pooled must name a stack that never has slots, never a whole
+// chunk's (which would hand a 300-byte request an 8 KiB chunk, or cache it as one).
+TEMPLATE_TEST_CASE("size_class: with a small max_pooled, whole chunks and the sizes past it "
+                   "stay apart", "[size_class][whole_chunk]", size_class_resource,
+                   size_class_unsync_resource) {
+  pmrkit::counting_resource upstream;
+  size_class_options options;
+  options.max_pooled = 256;
+  TestType r(options, &upstream);
+  const std::vector<std::size_t> whole_sizes = {8 * kib,   16 * kib,  32 * kib, 64 * kib,
+                                                128 * kib, 256 * kib, 512 * kib};
+  // Two of each size, freed: the thread's cache keeps whole chunks of every size.
+  for (const std::size_t bytes : whole_sizes) {
+    void* const a = r.allocate(bytes, bytes);
+    void* const b = r.allocate(bytes, bytes);
+    r.deallocate(a, bytes, bytes);
+    r.deallocate(b, bytes, bytes);
+  }
+  const size_class_stats cached = r.stats();
+  for (const std::size_t bytes : whole_sizes) CHECK(whole_of(cached, bytes).cached_blocks > 0);
+  CHECK(cached.classes.back().block_size == 256);
+  for (std::size_t bytes = 257; bytes <= 4 * kib; bytes += 17) {
+    void* const p = r.allocate(bytes, 8);
+    fill_pattern(p, bytes, bytes);
+    CHECK(r.stats().large_live_blocks == 1);
+    CHECK(check_pattern(p, bytes, bytes));
+    r.deallocate(p, bytes, 8);
+  }
+  const size_class_stats after = r.stats();
+  CHECK(after.large_live_blocks == 0);
+  CHECK(after.large_unknown_deallocations == 0);
+  for (const std::size_t bytes : whole_sizes) {
+    CHECK(whole_of(after, bytes).cached_blocks == whole_of(cached, bytes).cached_blocks);
+    // What the cache holds is still a whole chunk of that size, aligned to it.
+    void* const p = r.allocate(bytes, bytes);
+    CHECK(reinterpret_cast<std::uintptr_t>(p) % bytes == 0);
+    r.deallocate(p, bytes, bytes);
+  }
   r.release();
   CHECK(upstream.stats().bytes_in_use == 0);
 }
