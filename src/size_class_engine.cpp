@@ -147,7 +147,8 @@ size_class_engine<Policy>::size_class_engine(const size_class_options& options,
     info.max_limit = static_cast<std::uint32_t>(
         std::min(max_cached_blocks, options.thread_cache / 2 / info.block_size));
   }
-  // Classes past max_pooled keep their info empty and their stacks without slots.
+  // The whole chunks' stacks come after every class's; the classes past max_pooled keep their
+  // info empty and their stacks without slots.
   for (unsigned index = size_classes::count; index < cache_stack_count; ++index) {
     class_info& info = info_[index];
     info.block_size = info.chunk_bytes = smallest_whole_chunk << (index - size_classes::count);

@@ -157,11 +157,11 @@ class size_class_engine {
     std::array<std::uint16_t, table_limit / 8 + 1> offsets{};
     for (std::size_t slot = 0; slot < offsets.size(); ++slot) {
       const std::size_t size = std::max<std::size_t>(slot * 8, 1);
-      offsets[slot] = static_cast<std::uint16_t>(size_classes::index_of(size) * 32);
+      const std::size_t offset = size_classes::index_of(size) * sizeof(block_stack);
+      offsets[slot] = static_cast<std::uint16_t>(offset);
     }
     return offsets;
   }();
-  static_assert(sizeof(block_stack) == 32);
 
   using thread_cache_set = thread_caches<size_class_engine, size_class_cache>;
   friend thread_cache_set;
@@ -276,7 +276,7 @@ class size_class_engine {
   struct nothing {};
   using shared_counter = typename traits::shared_counter;
 
-  // Read on every call; written only by the constructor (and, unsync, own_cache_).
+  // Written only by the constructor (and, unsync, own_cache_, which its fast paths use).
   std::pmr::memory_resource* const upstream_;
   const size_class_options options_;
   const void* const key_;  // the resource's address: what its threads' caches are found by
