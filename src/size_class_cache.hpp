@@ -138,7 +138,7 @@ static_assert(sizeof(block_stack<plain_counter>) == 32);
 static_assert(sizeof(block_stack<single_writer_counter>) == 32);
 
 // A stack for each class, and one for each size of whole chunk (size_class_chunk.hpp), after
-// the classes the resource pools.
+// every class's stack, whatever max_pooled is.
 inline constexpr unsigned cache_stack_count = size_classes::count + whole_chunk_sizes;
 
 // The stacks of every class, for one thread and one resource (unsync: for the resource).

@@ -65,7 +65,7 @@ void drop_reference(cache_link* link) noexcept {
   if (link->references.fetch_sub(1, std::memory_order_acq_rel) == 1) delete link;
 }
 
-cache_link* find_thread_cache(const void* owner) noexcept {
+cache_link* find_thread_cache(const void* key) noexcept {
   thread_directory& directory = this_thread_caches;
   cache_link* found = nullptr;
   cache_link** slot = &directory.list;
@@ -83,7 +83,7 @@ cache_link* find_thread_cache(const void* owner) noexcept {
       drop_reference(link);
       continue;
     }
-    if (link_owner == owner) found = link;
+    if (link_owner == key) found = link;
     slot = &link->next_in_thread;
   }
   if (found) directory.last = found;

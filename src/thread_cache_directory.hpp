@@ -119,9 +119,9 @@ inline void begin_use(cache_link& link) noexcept {
 }
 inline void end_use(cache_link& link) noexcept { link.in_use.store(0, std::memory_order_release); }
 
-// The calling thread's cache for `owner`, made `last`; nullptr if it has none. Drops detached
-// caches on the way.
-cache_link* find_thread_cache(const void* owner) noexcept;
+// The calling thread's cache found by `key`, made `last`; nullptr if it has none. Drops
+// detached caches on the way.
+cache_link* find_thread_cache(const void* key) noexcept;
 // Adds a new cache to the calling thread (arming its exit hook) and makes it `last`. Returns
 // false, adding nothing, once the thread's exit hook has run.
 bool adopt_thread_cache(cache_link* link) noexcept;
