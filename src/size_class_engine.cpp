@@ -900,6 +900,10 @@ void size_class_engine<Policy>::release() noexcept {
   if constexpr (per_thread_caches) {
     thread_caches_.detach_all(drop_every_slot);
     caches_.set(0);
+    // A detached cache's thread never counts it out of its shard (absorb_exiting_cache does
+    // that only for attached ones): otherwise its shard would look in use for good, and what
+    // threads leave there would never be adopted.
+    for (shared_counter& in_shard : caches_in_shard_) in_shard.set(0);
     cache_share_.set(options_.max_cached_total);
     cache_limit_bytes_.set(0);
   } else {

@@ -2,8 +2,8 @@
 // from chunks of their own (the class stores' shards, src/size_class_store.hpp), so two
 // threads' blocks never share a chunk while both threads have caches, and a chunk that a
 // thread left half used when it exited serves the next thread that needs one before a new
-// chunk is taken from upstream; and a thread that only frees what others allocated gives the
-// blocks back in batches, not one lock at a time.
+// chunk is taken from upstream (after release() too); and a thread that only frees what others
+// allocated gives the blocks back in batches, not one lock at a time.
 #include <barrier>
 #include <catch2/catch.hpp>
 #include <cstdint>
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "pmrkit/size_class_resource.hpp"
+#include "size_class_policy.hpp"
 
 using pmrkit::size_class_options;
 using pmrkit::size_class_resource;
@@ -85,6 +86,30 @@ TEST_CASE("size_class: a chunk an exited thread left half used serves the next t
   // rather than a new one from upstream.
   CHECK(class_of(stats, block_bytes).chunks == 1);
   CHECK(class_of(stats, block_bytes).live_blocks == 80);
+  for (void* b : first_blocks) pool.deallocate(b, block_bytes);
+  for (void* b : second_blocks) pool.deallocate(b, block_bytes);
+}
+
+TEST_CASE("size_class: after release(), a chunk an exited thread left half used still serves") {
+  // release() detaches every cache, and a detached cache's thread never counts it out of its
+  // shard: unless release() starts the shards' counts over, a shard that had a cache before it
+  // looks in use for good, and what exited threads leave there is never taken over.
+  size_class_options options;
+  options.cache_idle_time = {};  // no sweeps: caches go only by release() and thread exit
+  size_class_resource pool(options);
+  pool.deallocate(pool.allocate(block_bytes), block_bytes);  // this thread's cache: the 1st shard
+  pool.release();
+  // Shards go to new caches in turn: after these, the next cache gets the 1st shard again.
+  constexpr unsigned shards = pmrkit::detail::policy_traits<pmrkit::sync_policy>::store_shards;
+  for (unsigned i = 1; i < shards; ++i)
+    std::thread([&] { pool.deallocate(pool.allocate(block_bytes), block_bytes); }).join();
+  std::vector<void*> first_blocks;
+  std::thread([&] { first_blocks = allocate_blocks(pool, 40); }).join();
+  REQUIRE(class_of(pool.stats(), block_bytes).chunks == 1);
+  std::vector<void*> second_blocks;
+  std::thread([&] { second_blocks = allocate_blocks(pool, 40); }).join();
+  CHECK(class_of(pool.stats(), block_bytes).chunks == 1);
+  CHECK(class_of(pool.stats(), block_bytes).live_blocks == 80);
   for (void* b : first_blocks) pool.deallocate(b, block_bytes);
   for (void* b : second_blocks) pool.deallocate(b, block_bytes);
 }
