@@ -7,23 +7,29 @@ namespace pmrkit {
 void* counting_resource::do_allocate(std::size_t bytes, std::size_t alignment) {
   void* p = wrapped_->allocate(bytes, alignment);  // count only what succeeded
   allocations_.fetch_add(1, std::memory_order_relaxed);
-  const std::uint64_t in_use = bytes_in_use_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
-  // bytes_in_use first, then bytes_allocated with release: a reset_totals() that sees this
-  // allocation in bytes_allocated (acquire) also sees it in bytes_in_use, so it never cuts the
-  // total below what is in use.
-  bytes_allocated_.fetch_add(bytes, std::memory_order_release);
-  std::uint64_t peak = peak_bytes_in_use_.load(std::memory_order_relaxed);
-  while (in_use > peak &&
-         !peak_bytes_in_use_.compare_exchange_weak(peak, in_use, std::memory_order_relaxed)) {
-  }
+  bytes_allocated_.fetch_add(bytes, std::memory_order_relaxed);
+  // Sequentially consistent (on x86 the same instructions as relaxed): a reset_totals() that
+  // lowers the peak either reads this allocation in bytes_in_use after its store, or this
+  // allocation reads the lowered peak and raises it (reset_totals, below).
+  const std::uint64_t in_use = bytes_in_use_.fetch_add(bytes, std::memory_order_seq_cst) + bytes;
+  raise_peak(in_use);
   return p;
 }
 
 void counting_resource::do_deallocate(void* p, std::size_t bytes, std::size_t alignment) {
   wrapped_->deallocate(p, bytes, alignment);
-  // Release: a reset_totals() that sees this free also sees the allocation it undoes.
-  deallocations_.fetch_add(1, std::memory_order_release);
+  // Release: a reset_totals() that sees this free (acquire) also sees the allocation it undoes,
+  // in allocations and in bytes_allocated.
   bytes_in_use_.fetch_sub(bytes, std::memory_order_relaxed);
+  bytes_freed_.fetch_add(bytes, std::memory_order_release);
+  deallocations_.fetch_add(1, std::memory_order_release);
+}
+
+void counting_resource::raise_peak(std::uint64_t in_use) noexcept {
+  std::uint64_t peak = peak_bytes_in_use_.load(std::memory_order_seq_cst);
+  while (in_use > peak &&
+         !peak_bytes_in_use_.compare_exchange_weak(peak, in_use, std::memory_order_seq_cst)) {
+  }
 }
 
 allocation_stats counting_resource::stats() const noexcept {
@@ -38,18 +44,24 @@ allocation_stats counting_resource::stats() const noexcept {
   return s;
 }
 
-// Only read-modify-writes touch the counters that allocate() and deallocate() also change, so
-// a call running at the same time lands on one side of the reset or the other and none is
-// lost. allocations and deallocations both drop by the same amount: their difference, the
-// blocks in use, stays exact whatever the interleaving.
+// The totals drop by what was freed before the reset, read once: allocations and deallocations
+// by the same count, bytes_allocated and the bytes freed by the same bytes. Only
+// read-modify-writes touch the counters that allocate() and deallocate() also change, so a
+// call running at the same time lands on one side of the reset or the other, once.
 void counting_resource::reset_totals() noexcept {
   const auto freed = deallocations_.load(std::memory_order_acquire);
   deallocations_.fetch_sub(freed, std::memory_order_relaxed);
   allocations_.fetch_sub(freed, std::memory_order_relaxed);
-  const auto total = bytes_allocated_.load(std::memory_order_acquire);
-  const auto in_use = bytes_in_use_.load(std::memory_order_relaxed);
-  if (total > in_use) bytes_allocated_.fetch_sub(total - in_use, std::memory_order_relaxed);
-  peak_bytes_in_use_.store(in_use, std::memory_order_relaxed);
+  const auto freed_bytes = bytes_freed_.load(std::memory_order_acquire);
+  bytes_freed_.fetch_sub(freed_bytes, std::memory_order_relaxed);
+  bytes_allocated_.fetch_sub(freed_bytes, std::memory_order_relaxed);
+  // The peak starts over at what is in use. An allocation that raised bytes_in_use after the
+  // first load may have read the old, higher peak and left it alone; the read-modify-write after
+  // the store reads every such allocation (sequential consistency: one whose peak load comes
+  // after the store sees the new peak and raises it itself).
+  peak_bytes_in_use_.store(bytes_in_use_.load(std::memory_order_seq_cst),
+                           std::memory_order_seq_cst);
+  raise_peak(bytes_in_use_.fetch_add(0, std::memory_order_seq_cst));
 }
 
 }  // namespace pmrkit

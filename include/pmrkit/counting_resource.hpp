@@ -2,9 +2,9 @@
 //
 // counting_resource forwards every call to the resource it wraps and counts what passed
 // through: use it in front of a strategy (what the application asked for) or as a strategy's
-// upstream (what the strategy took from the system). Thread-safe: counters are relaxed
-// atomics, so concurrent use is cheap and a stats() snapshot is consistent per field, not
-// across fields. It does not own the wrapped resource, which must outlive it.
+// upstream (what the strategy took from the system). Thread-safe: counters are atomics, with no
+// lock, so concurrent use is cheap and a stats() snapshot is consistent per field, not across
+// fields. It does not own the wrapped resource, which must outlive it.
 #pragma once
 
 #include <atomic>
@@ -45,6 +45,7 @@ class counting_resource final : public std::pmr::memory_resource {
   bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
     return this == &other;
   }
+  void raise_peak(std::uint64_t in_use) noexcept;
 
   std::pmr::memory_resource* wrapped_;
   std::atomic<std::uint64_t> allocations_{0};
@@ -52,6 +53,7 @@ class counting_resource final : public std::pmr::memory_resource {
   std::atomic<std::uint64_t> bytes_in_use_{0};
   std::atomic<std::uint64_t> peak_bytes_in_use_{0};
   std::atomic<std::uint64_t> bytes_allocated_{0};
+  std::atomic<std::uint64_t> bytes_freed_{0};  // since construction or the last reset_totals()
 };
 
 }  // namespace pmrkit
