@@ -171,6 +171,12 @@ struct checked_resource::state {
     counters.quarantined_bytes -= r.raw_bytes;
   }
 
+  // Whether a quarantined block may be reused: half the quarantine's blocks have been freed
+  // since it was, so a stale pointer to it stays a stale pointer for that long.
+  bool has_waited(const block_record& r) const noexcept {
+    return next_freed_order - 1 - r.freed_order >= options.quarantine_blocks / 2;
+  }
+
   void note_allocation(std::size_t bytes) {
     ++counters.allocations;
     ++counters.blocks_in_use;
@@ -284,9 +290,12 @@ void* checked_resource::do_allocate(std::size_t bytes, std::size_t alignment) {
                  ": the alignment must be a power of two"});
   }
 
-  // Reuse the oldest quarantined block of exactly this shape, once it proves untouched.
+  // Reuse the oldest quarantined block of exactly this shape, once it has waited (a block
+  // handed out again at once would hide the commonest double free and write through a stale
+  // pointer: free, allocate the same shape, free the stale pointer again) and proves untouched.
   if (const auto q = s.quarantine_by_shape.find({bytes, alignment});
-      q != s.quarantine_by_shape.end()) {
+      q != s.quarantine_by_shape.end() &&
+      s.has_waited(s.blocks.find(q->second.front())->second)) {
     const auto it = s.blocks.find(q->second.front());
     block_record& r = it->second;
     s.unquarantine(r);
@@ -343,16 +352,21 @@ void checked_resource::do_deallocate(void* p, std::size_t bytes, std::size_t ali
     ++s.counters.violations;
     std::string where = "a pointer this resource did not hand out (or one freed long ago "
                         "and already returned to upstream)";
-    if (auto next = s.blocks.upper_bound(addr); next != s.blocks.begin()) {
-      const block_record& r = std::prev(next)->second;
+    // The blocks are indexed by their user address, so a pointer into a block's front guard
+    // lies below its block's key: look at the block above the pointer as well as below it.
+    const auto above = s.blocks.upper_bound(addr);
+    const auto below = above == s.blocks.begin() ? s.blocks.end() : std::prev(above);
+    for (const auto candidate : {below, above}) {
+      if (candidate == s.blocks.end()) continue;
+      const block_record& r = candidate->second;
       const auto start = reinterpret_cast<std::uintptr_t>(r.raw);
-      if (addr >= start && addr < start + r.raw_bytes) {
-        const auto user = reinterpret_cast<std::uintptr_t>(r.user());
-        where = addr < user + r.bytes
-                    ? "a pointer " + std::to_string(addr - user) + " bytes inside "
-                    : "a pointer into the guard bytes of ";
-        where += describe(r) + (r.freed_order ? ", which is already freed" : "");
-      }
+      if (addr < start || addr >= start + r.raw_bytes) continue;
+      const auto user = reinterpret_cast<std::uintptr_t>(r.user());
+      where = addr >= user && addr < user + r.bytes
+                  ? "a pointer " + std::to_string(addr - user) + " bytes inside "
+                  : "a pointer into the guard bytes of ";
+      where += describe(r) + (r.freed_order ? ", which is already freed" : "");
+      break;
     }
     s.raise({allocation_violation::unknown_pointer,
              call("deallocate", p, bytes, alignment) + " of " + where +

@@ -10,13 +10,16 @@
 // destruction); and every block still live at destruction (count, bytes, sizes). New blocks
 // are filled with a pattern too, so reads of uninitialised memory are visible. A freed block
 // in quarantine is reused only for a later request of exactly its size and alignment (the
-// oldest such block first, after checking its poison); everything else comes from upstream.
+// oldest such block first, after checking its poison), and only once half the quarantine's
+// blocks (quarantine_blocks / 2) have been freed after it, so that a stale pointer freed or
+// written through soon after the free is still caught; everything else comes from upstream.
 //
 // A violation found by allocate() or deallocate() is reported as the options say: by default
 // a message naming the violation on stderr, then std::abort(); with on_error = throw_error,
 // pmrkit::allocation_error (allocation_error.hpp) so tests can assert. The resource's state
 // stays consistent after a throw: a bad deallocate changes nothing (the block stays live), a
-// block whose guard bytes were overwritten is still freed. Destructors cannot throw, so
+// block whose guard bytes were overwritten is still freed, and so is the block of a deallocate
+// that found damage in another block as that one left the quarantine. Destructors cannot throw, so
 // damage found at destruction is printed (and, under on_error = abort, aborts): call verify()
 // first to have it thrown. Blocks live at destruction are reported per on_leak. Destroying
 // the resource returns every byte it took to upstream, whatever is still allocated.

@@ -118,9 +118,44 @@ TEST_CASE("checked: double free", "[checked]") {
                            Contains("already freed"));
   CHECK(r.stats().violations == 1);
   CHECK(r.stats().deallocations == 1);
-  // The block is still in quarantine and reused as usual.
-  CHECK(r.allocate(24, 8) == p);
+  // The block is still in quarantine, too young to be reused: the next request of its shape
+  // gets another block.
+  void* q = r.allocate(24, 8);
+  CHECK(q != p);
+  r.deallocate(q, 24, 8);
+}
+
+TEST_CASE("checked: a double free after its shape was allocated again", "[checked]") {
+  // Free, allocate the same shape, free the stale pointer again: if the second allocation
+  // reused the block, the second free would free its new owner's block without a word.
+  fixture f;
+  checked_resource r(throwing(), &f.upstream);
+  void* p = r.allocate(24, 8);
   r.deallocate(p, 24, 8);
+  void* q = r.allocate(24, 8);
+  CHECK(q != p);
+  CHECK(caught([&] { r.deallocate(p, 24, 8); }).violation() == allocation_violation::double_free);
+  CHECK(r.stats().blocks_in_use == 1);  // q is still live
+  r.deallocate(q, 24, 8);
+}
+
+TEST_CASE("checked: a quarantined block is reused once half the quarantine was freed after it",
+          "[checked]") {
+  fixture f;
+  checked_resource r(throwing(8), &f.upstream);
+  void* p = r.allocate(24, 8);
+  std::vector<void*> others;
+  for (int i = 0; i < 4; ++i) others.push_back(r.allocate(16, 8));
+  r.deallocate(p, 24, 8);
+  for (int i = 0; i < 3; ++i) r.deallocate(others[i], 16, 8);
+  void* young = r.allocate(24, 8);  // three frees after p, of a quarantine of eight: too soon
+  CHECK(young != p);
+  r.deallocate(others[3], 16, 8);  // four after p (the free of `young` comes later)
+  void* old = r.allocate(24, 8);
+  CHECK(old == p);
+  CHECK(r.stats().reused_from_quarantine == 1);
+  r.deallocate(old, 24, 8);
+  r.deallocate(young, 24, 8);
 }
 
 TEST_CASE("checked: double free after the block left the quarantine", "[checked]") {
@@ -172,6 +207,23 @@ TEST_CASE("checked: a pointer it never handed out", "[checked]") {
     CHECK_THAT(e.what(), Contains("8 bytes inside block #1"));
     r.deallocate(p, 100, 8);
   }
+  SECTION("into a block's guard bytes, before it or after it") {
+    auto* first = static_cast<char*>(r.allocate(100, 8));
+    auto* second = static_cast<char*>(r.allocate(100, 8));
+    for (char* p : {first, second}) {
+      const auto before = caught([&] { r.deallocate(p - 4, 100, 8); });
+      CHECK(before.violation() == allocation_violation::unknown_pointer);
+      CHECK_THAT(before.what(), Contains("into the guard bytes of block #" +
+                                         std::to_string(p == first ? 1 : 2)));
+      const auto after = caught([&] { r.deallocate(p + 104, 100, 8); });
+      CHECK_THAT(after.what(), Contains("into the guard bytes of block #" +
+                                        std::to_string(p == first ? 1 : 2)));
+    }
+    CHECK(r.stats().violations == 4);
+    r.deallocate(first, 100, 8);
+    r.deallocate(second, 100, 8);
+    return;
+  }
   CHECK(r.stats().violations == 1);
 }
 
@@ -216,6 +268,8 @@ TEST_CASE("checked: a write after free", "[checked]") {
     r.deallocate(p, 48, 8);
     untracked(p)[20] = 0x42;  // through a dangling pointer: memory the resource still holds
     SECTION("found when the block is reused") {
+      // Reused once half the quarantine (two blocks) was freed after it.
+      for (int i = 0; i < 2; ++i) r.deallocate(r.allocate(16, 8), 16, 8);
       const auto e = caught([&] { (void)r.allocate(48, 8); });
       CHECK(e.violation() == allocation_violation::write_after_free);
       CHECK_THAT(e.what(), Contains("after it was freed") && Contains("byte 20 is 0x42") &&
@@ -304,7 +358,9 @@ TEST_CASE("checked: the quarantine reuses only exact shapes and stays within its
   o.quarantine_bytes = 1 << 20;
   checked_resource r(o, &f.upstream);
   void* p = r.allocate(100, 8);
+  void* spacer = r.allocate(8, 8);
   r.deallocate(p, 100, 8);
+  r.deallocate(spacer, 8, 8);  // one free after p: with a quarantine of 3, p may be reused
   void* other_size = r.allocate(101, 8);
   void* other_alignment = r.allocate(100, 16);
   CHECK(other_size != p);
@@ -362,7 +418,7 @@ TEST_CASE("checked: an upstream that throws std::bad_alloc", "[checked]") {
   fixture f;
   {
     pmrkit::test::failing_resource failing(&f.upstream, 2);
-    checked_resource r(throwing(), &failing);
+    checked_resource r(throwing(2), &failing);  // a block may be reused after one more free
     void* a = r.allocate(10, 8);
     void* b = r.allocate(10, 8);
     CHECK_THROWS_AS(r.allocate(10, 8), std::bad_alloc);
@@ -370,12 +426,12 @@ TEST_CASE("checked: an upstream that throws std::bad_alloc", "[checked]") {
     CHECK(r.stats().blocks_in_use == 2);
     CHECK_THROWS_AS(r.allocate(std::size_t(-1) - 8, 8), std::bad_alloc);  // too big to guard
     r.deallocate(a, 10, 8);
+    r.deallocate(b, 10, 8);
     CHECK(r.allocate(10, 8) == a);  // served from the quarantine, upstream not asked
     failing.allow_all();
     void* c = r.allocate(20, 8);
     r.deallocate(c, 20, 8);
     r.deallocate(a, 10, 8);
-    r.deallocate(b, 10, 8);
     CHECK(r.stats().violations == 0);
   }
   CHECK(f.upstream.stats().bytes_in_use == 0);
