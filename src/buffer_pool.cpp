@@ -33,6 +33,9 @@ using detail::thread_caches;
 
 constexpr std::size_t max_request =
     static_cast<std::size_t>(std::numeric_limits<std::ptrdiff_t>::max());
+// Buckets are powers of two, and no buffer may hold more than max_request: so no bucket is
+// larger than this (2^62 with a 64-bit size_t), whatever max_capacity says.
+constexpr std::size_t largest_bucket = std::bit_floor(max_request);
 constexpr std::size_t max_thread_buffers_per_bucket = 1024;
 // Shared buckets reserve room for this many blocks up front so steady-state returns never
 // allocate bookkeeping; larger bounds grow the list on first use.
@@ -141,8 +144,12 @@ pool_engine::pool_engine(std::pmr::memory_resource* memory, const buffer_pool_op
     : resource(memory), options(opts) {
   if (resource == nullptr) throw_bad_options("the memory resource must not be null");
   if (options.min_capacity == 0) throw_bad_options("min_capacity must be at least 1");
-  if (options.min_capacity > max_request ||
-      std::bit_ceil(options.min_capacity) > options.max_capacity) {
+  if (options.min_capacity > largest_bucket) {
+    throw_bad_options("min_capacity " + std::to_string(options.min_capacity) +
+                      " is too large: at most " + std::to_string(largest_bucket) +
+                      ", the largest power of two a buffer may hold");
+  }
+  if (std::bit_ceil(options.min_capacity) > options.max_capacity) {
     throw_bad_options("min_capacity " + std::to_string(options.min_capacity) +
                       ", rounded up to a power of two, must not exceed max_capacity " +
                       std::to_string(options.max_capacity));
@@ -154,7 +161,8 @@ pool_engine::pool_engine(std::pmr::memory_resource* memory, const buffer_pool_op
                       " buffers per bucket per thread");
   }
   min_shift_ = static_cast<std::size_t>(std::countr_zero(std::bit_ceil(options.min_capacity)));
-  const auto max_shift = static_cast<std::size_t>(std::bit_width(options.max_capacity)) - 1;
+  const auto max_shift =
+      static_cast<std::size_t>(std::bit_width(std::min(options.max_capacity, largest_bucket))) - 1;
   bucket_count_ = max_shift - min_shift_ + 1;
   per_thread_ = std::min(options.thread_buffers_per_bucket, options.max_per_bucket);
   buckets_ = std::make_unique<shared_bucket[]>(bucket_count_);

@@ -40,9 +40,10 @@ struct buffer_pool_stats {
 
 class buffer_pool {
  public:
-  // Throws std::invalid_argument for a null resource, min_capacity 0, min_capacity that
-  // (rounded up to a power of two) exceeds max_capacity, or thread_buffers_per_bucket above
-  // 1024.
+  // Throws std::invalid_argument for a null resource, min_capacity 0 or above 2^62 (the largest
+  // power of two a buffer may hold), min_capacity that (rounded up to a power of two) exceeds
+  // max_capacity, or thread_buffers_per_bucket above 1024. Buckets stop at 2^62 whatever
+  // max_capacity is; larger requests are served at exactly their size.
   explicit buffer_pool(std::pmr::memory_resource* resource = std::pmr::get_default_resource(),
                        buffer_pool_options options = {});
   ~buffer_pool();

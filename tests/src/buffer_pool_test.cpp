@@ -251,6 +251,36 @@ TEST_CASE("a request that no buffer can hold is a length error", "[buffer_pool]"
   CHECK(pool.stats().acquires == 0);
 }
 
+TEST_CASE("with no real max_capacity, no bucket is larger than a buffer may be",
+          "[buffer_pool]") {
+  // A request just above 2^62 used to round up to a 2^63 bucket, past the most a byte_buffer
+  // may hold (PTRDIFF_MAX), and the resource was asked for that.
+  struct asked_resource final : std::pmr::memory_resource {
+    std::size_t last_request = 0;
+    void* do_allocate(std::size_t bytes, std::size_t) override {
+      last_request = bytes;
+      throw std::bad_alloc();
+    }
+    void do_deallocate(void*, std::size_t, std::size_t) override {}
+    bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
+      return this == &other;
+    }
+  } asked;
+  buffer_pool_options options;
+  options.max_capacity = std::numeric_limits<std::size_t>::max();
+  buffer_pool pool(&asked, options);
+  const std::size_t largest_bucket = std::size_t{1} << 62;
+  CHECK_THROWS_AS(pool.acquire(largest_bucket + 1), std::bad_alloc);
+  CHECK(asked.last_request == largest_bucket + 1);  // served exactly, as any oversize request
+  CHECK_THROWS_AS(pool.acquire(largest_bucket - 1), std::bad_alloc);
+  CHECK(asked.last_request == largest_bucket);
+  const auto most = static_cast<std::size_t>(std::numeric_limits<std::ptrdiff_t>::max());
+  CHECK_THROWS_AS(pool.acquire(most + 1), std::length_error);
+
+  options.min_capacity = largest_bucket + 1;
+  CHECK_THROWS_WITH(buffer_pool(&asked, options), Catch::Contains("at most 4611686018427387904"));
+}
+
 // ------------------------------------------------------------------------------------------
 // Steady state and growth
 
