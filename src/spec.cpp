@@ -7,8 +7,12 @@
 namespace pmrkit::detail {
 namespace {
 
+// Any ASCII white space: a spec read from a file or an environment variable set from one may
+// end in a line break (\n, or \r\n from a file written on Windows).
 std::string_view trim(std::string_view s) {
-  const auto space = [](char c) { return c == ' ' || c == '\t'; };
+  const auto space = [](char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+  };
   while (!s.empty() && space(s.front())) s.remove_prefix(1);
   while (!s.empty() && space(s.back())) s.remove_suffix(1);
   return s;

@@ -57,8 +57,9 @@ struct strategy_info {
 // Every strategy this build offers, in a stable order.
 std::vector<strategy_info> strategies();
 
-// The strategy a spec names ("size_class" or "size_class:max_pooled=4K"; options are not
-// checked). Throws std::invalid_argument for an unknown name, listing every valid name.
+// The strategy a spec names ("size_class" or "size_class:max_pooled=4K"; option keys and
+// values are not checked). Throws std::invalid_argument for an unknown name, listing every
+// valid name, or for a malformed option list (an item without "=", a key given twice).
 strategy_info describe_strategy(std::string_view spec);
 
 // Builds the strategy named by `spec`. Pool-like strategies take their memory from upstream.

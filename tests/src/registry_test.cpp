@@ -83,6 +83,9 @@ TEST_CASE("option errors name the key and what is allowed", "[registry]") {
 
 TEST_CASE("specs accept options, spaces and size suffixes", "[registry]") {
   CHECK(pmrkit::make_resource(" monotonic : initial_size = 64K ") != nullptr);
+  // A spec read from a file, or an environment variable set from one, may end in a line break.
+  CHECK(pmrkit::make_resource("size_class\r\n") != nullptr);
+  CHECK(pmrkit::make_resource("\tmonotonic:initial_size=64K\n") != nullptr);
   CHECK(pmrkit::make_resource("std_unsync_pool:max_blocks_per_chunk=16,"
                               "largest_required_pool_block=1M") != nullptr);
   const auto parsed = pmrkit::detail::parse_spec("boost_pool:max_pooled=4K,chunk_size=1M");
