@@ -12,9 +12,9 @@ mimalloc_plain_resource::mimalloc_plain_resource()
       free_(detail::mimalloc().free) {}
 
 void* mimalloc_plain_resource::do_allocate(std::size_t bytes, std::size_t alignment) {
-  void* p = alignment <= 8    ? malloc_(bytes)
-            : alignment <= 16 ? malloc_((bytes + 15) & ~std::size_t{15})
-                              : malloc_aligned_(bytes, alignment);
+  void* p = alignment <= detail::mimalloc_malloc_alignment
+                ? malloc_(detail::plain_request_size(bytes, alignment))
+                : malloc_aligned_(detail::aligned_request_size(bytes), alignment);
   if (!p) throw std::bad_alloc();
   return p;
 }

@@ -1,7 +1,8 @@
 // The plainest pmr wrapper over the privately loaded mimalloc, the yardstick for pmrkit's
-// mimalloc strategy: mi_malloc for alignments up to 16 (the size rounded up to a multiple of 16
-// when 16 is asked, since mimalloc's 8- and 24-byte classes are only 8-aligned),
-// mi_malloc_aligned above, mi_free always. No workaround, no check beyond a null result.
+// mimalloc strategy: mi_malloc for alignments up to 16, mi_malloc_aligned above, mi_free
+// always, with the request sizes that give every block its alignment (src/mimalloc_loader.hpp:
+// a 16-aligned size rounded up to a multiple of 16, since mimalloc's 8- and 24-byte classes
+// are only 8-aligned). No check beyond a null result.
 // Thread-safe as mimalloc is. Benchmarks only.
 #pragma once
 

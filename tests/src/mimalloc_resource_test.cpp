@@ -49,5 +49,18 @@ TEMPLATE_TEST_CASE("mimalloc: an impossible request is std::bad_alloc", "[mimall
                    pmrkit::mimalloc_resource, pmrkit::mimalloc_heap_resource) {
   TestType r;
   CHECK_THROWS_AS(r.allocate(SIZE_MAX / 2, 16), std::bad_alloc);
+  // Within 15 of the largest size, rounding up to a multiple of 16 would wrap to a tiny block.
+  for (std::size_t below = 0; below < 16; ++below)
+    CHECK_THROWS_AS(r.allocate(SIZE_MAX - below, 16), std::bad_alloc);
   pmrkit::test::check_usable(r, 100, 16);
+}
+
+TEMPLATE_TEST_CASE("mimalloc: a zero-byte block is aligned as asked", "[mimalloc]",
+                   pmrkit::mimalloc_resource, pmrkit::mimalloc_heap_resource) {
+  // mi_malloc(0) serves from the 8-byte class, whose blocks are 8 mod 16 every other time.
+  TestType r;
+  std::vector<void*> blocks;
+  for (int i = 0; i < 64; ++i) blocks.push_back(r.allocate(0, 16));
+  for (void* p : blocks) CHECK(reinterpret_cast<std::uintptr_t>(p) % 16 == 0);
+  for (void* p : blocks) r.deallocate(p, 0, 16);
 }
