@@ -8,10 +8,13 @@
 //    offset kept just below the returned address.
 //  - Upstream failure. When upstream throws while a pool grows its list of chunks, libstdc++
 //    swallows the exception; for a pool's first chunk it then reads an empty list and
-//    crashes. The pool's upstream is a shim that, only in that case, lends the list its
-//    storage from a small reserve inside this object, and the wrapper turns the outcome into
-//    the std::bad_alloc the caller should have seen. A null block from the pool (the same
-//    defect, later chunks) also becomes std::bad_alloc.
+//    crashes. And at a thread's exit a synchronized pool moves the thread's chunks to its
+//    shared pools, growing their lists in a function that cannot throw: a failure there ends
+//    the process. The pool's upstream is a shim that, only in those cases, lends the list its
+//    storage from a reserve (eight slots inside this object, more from the process heap when
+//    they are all lent, each given back when the list grows again or the pool is released),
+//    and the wrapper turns the outcome into the std::bad_alloc the caller should have seen. A
+//    null block from the pool (the same defect, later chunks) also becomes std::bad_alloc.
 // Thread-safety is Pool's: a synchronized pool may be shared between threads, an
 // unsynchronized one may not. Upstream is borrowed and must outlive the resource; destroying
 // the resource returns every chunk to upstream.
@@ -25,6 +28,7 @@
 #include <memory_resource>
 #include <mutex>
 #include <new>
+#include <utility>
 
 namespace pmrkit {
 namespace detail {
@@ -35,6 +39,10 @@ class pool_upstream_shim final : public std::pmr::memory_resource {
  public:
   explicit pool_upstream_shim(std::pmr::memory_resource* upstream) noexcept
       : upstream_(upstream) {}
+  ~pool_upstream_shim() override {
+    // The pool, destroyed first, has given every lent slot back.
+    while (reserve_.next) delete std::exchange(reserve_.next, reserve_.next->next);
+  }
   pool_upstream_shim(const pool_upstream_shim&) = delete;
   pool_upstream_shim& operator=(const pool_upstream_shim&) = delete;
 
@@ -61,6 +69,20 @@ class pool_upstream_shim final : public std::pmr::memory_resource {
   static constexpr std::size_t slot_bytes = 512;  // a chunk list's first storage is 192 bytes
   static constexpr std::size_t slot_count = 8;
 
+  // Slots a failed list growth may borrow. Each pool (one per size class, and per thread in a
+  // synchronized pool) holds at most one at a time, until its list grows again: the first eight
+  // live in this object, the rest in blocks from the process heap, the last resort when the
+  // pool's own upstream has just failed.
+  struct reserve_block {
+    alignas(std::max_align_t) std::array<std::array<std::byte, slot_bytes>, slot_count> slots{};
+    std::bitset<slot_count> lent;
+    reserve_block* next = nullptr;
+
+    bool holds(const std::byte* p) const noexcept {
+      return p >= slots[0].data() && p < slots[0].data() + sizeof slots;
+    }
+  };
+
   static call*& current() noexcept {
     thread_local call* in_call = nullptr;
     return in_call;
@@ -74,22 +96,27 @@ class pool_upstream_shim final : public std::pmr::memory_resource {
       return p;
     } catch (const std::bad_alloc&) {
       // Only a failure after upstream already granted a block in this call can be the
-      // chunk-list growth that libstdc++ mishandles.
-      if (!c || !c->granted || bytes > slot_bytes || alignment > alignof(std::max_align_t))
+      // chunk-list growth that libstdc++ mishandles; outside any call of ours, the pool is
+      // moving an exiting thread's chunks, where a throw would end the process.
+      if ((c && !c->granted) || bytes > slot_bytes || alignment > alignof(std::max_align_t))
         throw;
       void* p = lend();
       if (!p) throw;
-      c->lent = true;
+      if (c) c->lent = true;
       return p;
     }
   }
 
   void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override {
-    auto* b = static_cast<std::byte*>(p);
-    if (b >= reserve_[0].data() && b < reserve_[0].data() + sizeof reserve_) {
+    const auto* b = static_cast<const std::byte*>(p);
+    {
       const std::lock_guard guard(reserve_lock_);
-      lent_.reset(static_cast<std::size_t>(b - reserve_[0].data()) / slot_bytes);
-      return;
+      for (reserve_block* block = &reserve_; block; block = block->next) {
+        if (block->holds(b)) {
+          block->lent.reset(static_cast<std::size_t>(b - block->slots[0].data()) / slot_bytes);
+          return;
+        }
+      }
     }
     upstream_->deallocate(p, bytes, alignment);
   }
@@ -100,19 +127,25 @@ class pool_upstream_shim final : public std::pmr::memory_resource {
 
   void* lend() noexcept {
     const std::lock_guard guard(reserve_lock_);
-    for (std::size_t i = 0; i < slot_count; ++i) {
-      if (!lent_.test(i)) {
-        lent_.set(i);
-        return reserve_[i].data();
+    reserve_block* last = nullptr;
+    for (reserve_block* block = &reserve_; block; block = block->next) {
+      for (std::size_t i = 0; i < slot_count; ++i) {
+        if (!block->lent.test(i)) {
+          block->lent.set(i);
+          return block->slots[i].data();
+        }
       }
+      last = block;
     }
-    return nullptr;
+    last->next = new (std::nothrow) reserve_block;
+    if (!last->next) return nullptr;
+    last->next->lent.set(0);
+    return last->next->slots[0].data();
   }
 
   std::pmr::memory_resource* upstream_;
   std::mutex reserve_lock_;
-  std::bitset<slot_count> lent_;
-  alignas(std::max_align_t) std::array<std::array<std::byte, slot_bytes>, slot_count> reserve_{};
+  reserve_block reserve_;
 };
 
 }  // namespace detail

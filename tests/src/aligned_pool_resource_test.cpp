@@ -5,7 +5,11 @@
 
 #include <catch2/catch.hpp>
 #include <cstddef>
+#include <atomic>
 #include <new>
+#include <thread>
+#include <utility>
+#include <vector>
 
 #include "pmrkit/counting_resource.hpp"
 #include "test_resources.hpp"
@@ -69,6 +73,81 @@ TEMPLATE_TEST_CASE("aligned_pool: an upstream failure is std::bad_alloc and the 
     CHECK_THROWS_AS(pool.allocate(1 << 20, 8), std::bad_alloc);
     upstream.allow_all();
     pmrkit::test::check_usable(pool, 32, 8);
+  }
+  CHECK(counted.stats().bytes_in_use == 0);
+}
+
+namespace {
+
+// Refuses the small requests a pool's chunk list grows by (libstdc++ 12: 192 bytes for a
+// list's first storage) while `refusing`, and every request while `refusing_all`.
+class list_refusing_resource final : public std::pmr::memory_resource {
+ public:
+  bool refusing = true;
+  std::atomic<bool> refusing_all{false};
+
+ private:
+  void* do_allocate(std::size_t bytes, std::size_t alignment) override {
+    if (refusing_all.load() || (refusing && bytes <= 512)) throw std::bad_alloc();
+    return std::pmr::new_delete_resource()->allocate(bytes, alignment);
+  }
+  void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override {
+    std::pmr::new_delete_resource()->deallocate(p, bytes, alignment);
+  }
+  bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
+    return this == &other;
+  }
+};
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("aligned_pool: many size classes failing their first chunk list are bad_alloc",
+                   "[aligned_pool]", pmrkit::aligned_sync_pool_resource,
+                   pmrkit::aligned_unsync_pool_resource) {
+  // Each size class whose first chunk list cannot grow needs the reserve's stand-in storage;
+  // more classes than the eight slots in the object used to reach libstdc++'s defect (a crash).
+  // A size that shares a pool with one that failed before, or one past the pools, is served.
+  list_refusing_resource upstream;
+  pmrkit::counting_resource counted(&upstream);
+  {
+    std::pmr::pool_options options;
+    options.largest_required_pool_block = 1 << 20;
+    TestType pool(options, &counted);
+    std::vector<std::pair<void*, std::size_t>> served;
+    std::size_t refused = 0;
+    for (std::size_t bytes = 8; bytes <= (1 << 20); bytes = bytes < 128 ? bytes + 8 : bytes * 2) {
+      try {
+        served.emplace_back(pool.allocate(bytes, 8), bytes);
+      } catch (const std::bad_alloc&) {
+        ++refused;
+      }
+    }
+    CHECK(refused > 8);
+    for (const auto& [p, bytes] : served) pool.deallocate(p, bytes, 8);
+    upstream.refusing = false;
+    pmrkit::test::check_usable(pool, 48, 8);
+    pmrkit::test::check_usable(pool, 4096, 8);
+  }
+  CHECK(counted.stats().bytes_in_use == 0);
+}
+
+TEST_CASE("aligned_pool: a thread that exits while upstream fails does not end the process",
+          "[aligned_pool]") {
+  // At thread exit libstdc++ moves the thread's chunks into the shared pools, asking upstream
+  // for list storage in a function that cannot throw: a failure there called std::terminate.
+  list_refusing_resource upstream;
+  upstream.refusing = false;
+  pmrkit::counting_resource counted(&upstream);
+  {
+    pmrkit::aligned_sync_pool_resource pool({}, &counted);
+    void* kept = nullptr;
+    std::thread([&] {
+      kept = pool.allocate(8, 8);
+      upstream.refusing_all = true;
+    }).join();
+    upstream.refusing_all = false;
+    pool.deallocate(kept, 8, 8);
+    pmrkit::test::check_usable(pool, 8, 8);
   }
   CHECK(counted.stats().bytes_in_use == 0);
 }
