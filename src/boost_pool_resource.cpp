@@ -5,6 +5,9 @@
 #include <bit>
 #include <boost/pool/pool.hpp>
 #include <cstring>
+#include <stdexcept>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "oversize_blocks.hpp"
@@ -142,6 +145,28 @@ std::size_t class_index(std::size_t rounded) {
   return static_cast<std::size_t>(std::countr_zero(rounded) - std::countr_zero(min_class));
 }
 
+void check_options(const boost_pool_options& o, const std::pmr::memory_resource* upstream) {
+  const auto reject = [](const std::string& what) {
+    throw std::invalid_argument("pmrkit::boost_pool_resource: " + what);
+  };
+  using limits = boost_pool_options;
+  if (upstream == nullptr) reject("the upstream resource must not be null");
+  if (!std::has_single_bit(o.max_pooled) || o.max_pooled < limits::smallest_max_pooled ||
+      o.max_pooled > limits::largest_max_pooled)
+    reject("max_pooled is " + std::to_string(o.max_pooled) + "; allowed: a power of two from " +
+           std::to_string(limits::smallest_max_pooled) + " to " +
+           std::to_string(limits::largest_max_pooled));
+  for (const auto& [name, value] :
+       {std::pair{"chunk_size", o.chunk_size}, std::pair{"max_chunk_size", o.max_chunk_size}})
+    if (value < limits::smallest_chunk || value > limits::largest_chunk)
+      reject(std::string(name) + " is " + std::to_string(value) + "; allowed: " +
+             std::to_string(limits::smallest_chunk) + " to " +
+             std::to_string(limits::largest_chunk));
+  if (o.max_chunk_size < o.chunk_size)
+    reject("max_chunk_size " + std::to_string(o.max_chunk_size) +
+           " is below chunk_size " + std::to_string(o.chunk_size) + "; allowed: at least it");
+}
+
 }  // namespace
 
 struct boost_pool_resource::pools {
@@ -151,7 +176,9 @@ struct boost_pool_resource::pools {
 
 boost_pool_resource::boost_pool_resource(boost_pool_options options,
                                          std::pmr::memory_resource* upstream)
-    : pools_(std::make_unique<pools>()), upstream_(upstream), max_pooled_(options.max_pooled) {
+    : pools_((check_options(options, upstream), std::make_unique<pools>())),
+      upstream_(upstream),
+      max_pooled_(options.max_pooled) {
   for (std::size_t size = min_class; size <= max_pooled_; size *= 2) {
     const std::size_t first = std::max<std::size_t>(1, options.chunk_size / size);
     const std::size_t most = std::max(first, options.max_chunk_size / size);

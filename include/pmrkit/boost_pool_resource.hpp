@@ -17,11 +17,19 @@ namespace pmrkit {
 struct boost_pool_options {
   std::size_t max_pooled = 64 * 1024;  // largest pooled block; a power of two, 8 B to 1 MiB
   std::size_t chunk_size = 64 * 1024;  // bytes in a pool's first chunk; later chunks double...
-  std::size_t max_chunk_size = 1024 * 1024;  // ...up to this many bytes
+  std::size_t max_chunk_size = 1024 * 1024;  // ...up to this many bytes, at least chunk_size
+
+  // The ranges allowed (the constructor throws std::invalid_argument outside them).
+  static constexpr std::size_t smallest_max_pooled = 8;
+  static constexpr std::size_t largest_max_pooled = std::size_t{1} << 20;
+  static constexpr std::size_t smallest_chunk = 64;
+  static constexpr std::size_t largest_chunk = std::size_t{1} << 30;
 };
 
 class boost_pool_resource final : public std::pmr::memory_resource {
  public:
+  // Throws std::invalid_argument for a null upstream or an option outside its range (the
+  // message says what is allowed).
   explicit boost_pool_resource(boost_pool_options options = {},
                                std::pmr::memory_resource* upstream =
                                    std::pmr::get_default_resource());

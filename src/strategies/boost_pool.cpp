@@ -10,11 +10,13 @@ namespace {
 constexpr boost_pool_options defaults{};
 
 constexpr option_definition option_table[] = {
-    power_of_two_option("max_pooled", defaults.max_pooled, 8, std::size_t{1} << 20,
+    power_of_two_option("max_pooled", defaults.max_pooled, defaults.smallest_max_pooled,
+                        defaults.largest_max_pooled,
                         "largest pooled block; larger ones go straight to upstream"),
-    size_option("chunk_size", defaults.chunk_size, 64, std::size_t{1} << 30,
+    size_option("chunk_size", defaults.chunk_size, defaults.smallest_chunk, defaults.largest_chunk,
                 "bytes of a pool's first chunk; each later chunk doubles"),
-    size_option("max_chunk_size", defaults.max_chunk_size, 64, std::size_t{1} << 30,
+    size_option("max_chunk_size", defaults.max_chunk_size, defaults.smallest_chunk,
+                defaults.largest_chunk,
                 "largest chunk; at least chunk_size, and raised to it when not given"),
 };
 

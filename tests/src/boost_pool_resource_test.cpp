@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 #include <cstddef>
 #include <new>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "pmrkit/boost_pool_resource.hpp"
@@ -116,4 +118,35 @@ TEST_CASE("boost_pool: an upstream failure is std::bad_alloc and the pool stays 
     pmrkit::test::check_usable(pool, 32, 8);
   }
   CHECK(counted.stats().bytes_in_use == 0);
+}
+
+TEST_CASE("boost_pool: options outside their ranges are rejected with what is allowed",
+          "[boost_pool]") {
+  // Made directly, not through the registry, the constructor is the only check: a max_pooled
+  // of 2^63 used to double past the largest size_t and divide by zero.
+  const auto rejected = [](auto change) {
+    pmrkit::boost_pool_options options;
+    change(options);
+    return options;
+  };
+  const auto message_of = [](const pmrkit::boost_pool_options& options) -> std::string {
+    try {
+      pmrkit::boost_pool_resource pool(options, std::pmr::new_delete_resource());
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  CHECK_THAT(message_of(rejected([](auto& o) { o.max_pooled = 100; })),
+             Catch::Contains("max_pooled is 100; allowed: a power of two from 8 to 1048576"));
+  CHECK_THAT(message_of(rejected([](auto& o) { o.max_pooled = 0; })),
+             Catch::Contains("max_pooled is 0"));
+  CHECK_THAT(message_of(rejected([](auto& o) { o.max_pooled = std::size_t{1} << 63; })),
+             Catch::Contains("max_pooled"));
+  CHECK_THAT(message_of(rejected([](auto& o) { o.chunk_size = 8; })),
+             Catch::Contains("chunk_size is 8; allowed: 64 to 1073741824"));
+  CHECK_THAT(message_of(rejected([](auto& o) { o.max_chunk_size = 1024; })),
+             Catch::Contains("max_chunk_size 1024 is below chunk_size 65536"));
+  CHECK(message_of({}) == "accepted");
+  CHECK_THROWS_AS(pmrkit::boost_pool_resource({}, nullptr), std::invalid_argument);
 }
