@@ -21,12 +21,14 @@ class oversize_blocks {
   void* allocate(std::pmr::memory_resource* upstream, std::size_t bytes, std::size_t alignment) {
     const std::size_t offset = header_offset(alignment);
     if (bytes > SIZE_MAX - offset) throw std::bad_alloc();
-    auto* raw = static_cast<std::byte*>(
-        upstream->allocate(bytes + offset, upstream_alignment(alignment)));
+    // At least one byte past the header, so that a zero-byte block lies inside what upstream
+    // gave rather than at its end, where another of upstream's blocks may begin.
+    const std::size_t total = offset + std::max<std::size_t>(bytes, 1);
+    auto* raw = static_cast<std::byte*>(upstream->allocate(total, upstream_alignment(alignment)));
     auto* h = reinterpret_cast<header*>(raw + offset - sizeof(header));
     h->prev = nullptr;
     h->next = head_;
-    h->total = bytes + offset;
+    h->total = total;
     h->offset = offset;
     h->alignment_for_release = upstream_alignment(alignment);
     if (head_) head_->prev = h;

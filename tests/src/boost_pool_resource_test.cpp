@@ -2,6 +2,7 @@
 // larger or over-aligned requests straight to upstream, and trim() giving back empty chunks.
 #include <catch2/catch.hpp>
 #include <cstddef>
+#include <cstdint>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -149,4 +150,31 @@ TEST_CASE("boost_pool: options outside their ranges are rejected with what is al
              Catch::Contains("max_chunk_size 1024 is below chunk_size 65536"));
   CHECK(message_of({}) == "accepted");
   CHECK_THROWS_AS(pmrkit::boost_pool_resource({}, nullptr), std::invalid_argument);
+}
+
+TEST_CASE("boost_pool: a zero-byte block from upstream lies inside what upstream gave",
+          "[boost_pool]") {
+  // Aligned beyond 64, it goes straight to upstream behind a header; with no byte of its own
+  // it used to point at the end of upstream's block, where another block may begin.
+  struct last_block_resource final : std::pmr::memory_resource {
+    std::byte* start = nullptr;
+    std::size_t bytes = 0;
+    void* do_allocate(std::size_t n, std::size_t alignment) override {
+      bytes = n;
+      start = static_cast<std::byte*>(std::pmr::new_delete_resource()->allocate(n, alignment));
+      return start;
+    }
+    void do_deallocate(void* p, std::size_t n, std::size_t alignment) override {
+      std::pmr::new_delete_resource()->deallocate(p, n, alignment);
+    }
+    bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
+      return this == &other;
+    }
+  } upstream;
+  pmrkit::boost_pool_resource pool({}, &upstream);
+  auto* p = static_cast<std::byte*>(pool.allocate(0, 128));
+  CHECK(p >= upstream.start);
+  CHECK(p < upstream.start + upstream.bytes);
+  CHECK(reinterpret_cast<std::uintptr_t>(p) % 128 == 0);
+  pool.deallocate(p, 0, 128);
 }
