@@ -1,9 +1,12 @@
 #include "pmrkit/zstd/decompressor.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <new>
+#include <span>
 #include <string>
 #include <utility>
 
@@ -24,6 +27,37 @@ constexpr std::size_t scratch_bytes = 8 * 1024;
 
 // `destination`'s bytes, with room for `extra` more, in a new block from the same pool or
 // resource; `destination` itself is left alone.
+[[noreturn]] void throw_window_too_large(const decompressor_options& options) {
+  throw corrupt_frame("pmrkit::zstd::decompressor: the frame needs a window larger than "
+                      "2^max_window_log = 2^" + std::to_string(options.max_window_log) +
+                      " bytes; raise decompressor_options::max_window_log (up to 31) if the "
+                      "source is trusted");
+}
+
+// Looks at each frame's magic number before anything is decoded: only zstd frames and
+// skippable frames. libzstd also reads the formats from before zstd 1.0 ("legacy"), which take
+// their window from plain malloc, outside the resource and above max_window_log (a 17-byte
+// v0.7 frame made it hold 128 MiB until the decompressor was destroyed): those are refused.
+void check_frames(std::span<const std::byte> source) {
+  std::size_t offset = 0;
+  while (offset < source.size()) {
+    const std::byte* frame = source.data() + offset;
+    const std::size_t remaining = source.size() - offset;
+    std::uint32_t magic = 0;
+    if (remaining >= sizeof magic) std::memcpy(&magic, frame, sizeof magic);  // little-endian
+    const bool skippable = (magic & ZSTD_MAGIC_SKIPPABLE_MASK) == ZSTD_MAGIC_SKIPPABLE_START;
+    if (remaining < sizeof magic || (magic != ZSTD_MAGICNUMBER && !skippable)) {
+      throw corrupt_frame("pmrkit::zstd::decompressor: the input at byte " +
+                          std::to_string(offset) + " is not a zstd frame (zstd frames begin "
+                          "28 b5 2f fd, skippable ones 5? 2a 4d 18; the formats from before "
+                          "zstd 1.0 are not accepted)");
+    }
+    const std::size_t size = ZSTD_findFrameCompressedSize(frame, remaining);
+    if (ZSTD_isError(size)) return;  // a corrupt or truncated frame: the size walk names it
+    offset += size;
+  }
+}
+
 byte_buffer copy_with_room(const byte_buffer& destination, std::size_t extra) {
   if (extra > std::numeric_limits<std::size_t>::max() - destination.size()) {
     throw std::length_error("pmrkit::zstd::decompressor: " + std::to_string(extra) +
@@ -108,12 +142,7 @@ struct decompressor::impl {
 
   [[noreturn]] void fail(std::size_t code, const decompressor_options& options) const {
     const auto e = ZSTD_getErrorCode(code);
-    if (e == ZSTD_error_frameParameter_windowTooLarge) {
-      throw corrupt_frame("pmrkit::zstd::decompressor: the frame needs a window larger than "
-                          "2^max_window_log = 2^" + std::to_string(options.max_window_log) +
-                          " bytes; raise decompressor_options::max_window_log (up to 31) if the "
-                          "source is trusted");
-    }
+    if (e == ZSTD_error_frameParameter_windowTooLarge) throw_window_too_large(options);
     if (e == ZSTD_error_memory_allocation) throw std::bad_alloc();
     throw corrupt_frame("pmrkit::zstd::decompressor: not a valid zstd frame: " +
                         detail::error_name(code));
@@ -192,6 +221,7 @@ std::size_t decompressor::decompress(std::span<const std::byte> source, byte_buf
   if (source.empty()) {
     throw corrupt_frame("pmrkit::zstd::decompressor: empty input is not a zstd frame");
   }
+  check_frames(source);
   // Walks the frame headers only (bounded by source.size()): the total they declare, or
   // UNKNOWN if a frame does not declare its size, or ERROR for anything malformed/truncated.
   const unsigned long long declared = ZSTD_findDecompressedSize(source.data(), source.size());

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -295,4 +296,39 @@ TEST_CASE("the context's memory comes from the resource and all goes back",
   }
   CHECK(counted.stats().bytes_in_use == 0);
   CHECK(counted.stats().blocks_in_use() == 0);
+}
+
+TEST_CASE("a frame of a format from before zstd 1.0 is refused", "[zstd][decompressor]") {
+  // libzstd still reads the legacy formats, with a window from plain malloc: this 17-byte v0.7
+  // frame (5 bytes of content, no declared size) made a decompressor hold 128 MiB outside its
+  // resource until it was destroyed.
+  const bytes legacy = [] {
+    const unsigned char raw[] = {0x27, 0xB5, 0x2F, 0xFD, 0x00, 0x88, 0x40, 0x00, 0x05,
+                                 'h',  'e',  'l',  'l',  'o',  0xC0, 0x00, 0x00};
+    bytes out(sizeof raw);
+    std::memcpy(out.data(), raw, sizeof raw);
+    return out;
+  }();
+  REQUIRE(ZSTD_findFrameCompressedSize(legacy.data(), legacy.size()) == legacy.size());
+  pmrkit::counting_resource counted(std::pmr::new_delete_resource());
+  decompressor d(&counted);
+  pmrkit::byte_buffer out(std::pmr::new_delete_resource());
+  try {
+    d.decompress(legacy, out);
+    FAIL("accepted");
+  } catch (const corrupt_frame& e) {
+    CHECK_THAT(e.what(), Catch::Contains("at byte 0 is not a zstd frame") &&
+                             Catch::Contains("before zstd 1.0"));
+  }
+  // After a valid frame, the same.
+  bytes both = frame_with_size(pmrkit::zstd::test::payload(100));
+  const std::size_t legacy_at = both.size();
+  both.insert(both.end(), legacy.begin(), legacy.end());
+  try {
+    d.decompress(both, out);
+    FAIL("accepted");
+  } catch (const corrupt_frame& e) {
+    CHECK_THAT(e.what(), Catch::Contains("at byte " + std::to_string(legacy_at)));
+  }
+  CHECK(out.empty());
 }

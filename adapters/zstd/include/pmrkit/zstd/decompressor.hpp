@@ -1,13 +1,15 @@
 // pmrkit/zstd/decompressor.hpp — zstd decompression with a hard output limit.
 //
-// decompress() appends what a sequence of zstd frames holds to a caller-supplied byte_buffer,
-// and refuses, with output_limit_exceeded, input that declares or produces more than the limit
-// — before allocating for it: frames that declare their size are checked first and decoded in
-// one pass; input with a frame that does not is first decoded into a small scratch block, only
-// to count its output (stopping as soon as it passes the limit), and then decoded again into
-// exactly the room it needs. The destination grows at most once per call, to exactly its size
-// plus the output. Corrupt, truncated and non-zstd input throws corrupt_frame. On any throw the
-// destination is left exactly as it was: its bytes, size, capacity and storage (data()).
+// decompress() appends what a sequence of zstd frames holds to a caller-supplied byte_buffer, and
+// refuses, with output_limit_exceeded, input that declares or produces more than the limit —
+// before allocating for it: frames that declare their size are checked first and decoded in one
+// pass; input with a frame that does not is first decoded into a small scratch block, only to
+// count its output (stopping as soon as it passes the limit), and then decoded again into exactly
+// the room it needs. The destination grows at most once per call, to exactly its size plus the
+// output. Corrupt, truncated and non-zstd input throws corrupt_frame, and so do the formats from
+// before zstd 1.0 (libzstd decodes them with memory of its own, from malloc, outside the resource
+// and any window limit). On any throw the destination is left exactly as it was: its bytes, size,
+// capacity and storage (data()).
 // The zstd context's memory comes from the resource (the frame window, for streamed frames,
 // is at most 2^max_window_log bytes) and is kept for the next call; memory_bytes() reports it.
 // One thread at a time; move-only (a moved-from decompressor may only be destroyed or assigned
@@ -24,7 +26,10 @@ namespace pmrkit::zstd {
 
 struct decompressor_options {
   std::size_t max_output_bytes = 64 * 1024 * 1024;  // per decompress() call
-  int max_window_log = 23;  // frames needing a larger window are rejected; allowed 10..31
+  // Frames that do not declare their size are streamed through a window of their own, and
+  // rejected when it is larger than this; allowed 10..31. (One that declares its size is decoded
+  // in one pass into its output and needs no window: max_output_bytes bounds it.)
+  int max_window_log = 23;
 };
 
 class decompressor {
