@@ -273,6 +273,20 @@ TEST_CASE("decimal128::from_string refuses what is not a Decimal128", "[bson][va
                     Contains("(1000 bytes, first 64 shown)"));
 }
 
+TEST_CASE("decimal128::from_string reads its view and nothing past it", "[bson][value_types]") {
+  // libbson read parts of the text (the exponent, "Infinity", "NaN") up to a NUL, past the end
+  // of the view: "1.5" cut from "1.5e5" parsed as 1.5E+5, and an empty view at null crashed.
+  const std::string_view longer = "1.5e5";
+  CHECK(decimal128::from_string(longer.substr(0, 3)) == decimal128::from_string("1.5"));
+  CHECK(decimal128::from_string(std::string_view("1e5123").substr(0, 3)) ==
+        decimal128::from_string("1e5"));
+  CHECK(decimal128::from_string(std::string_view("NaN,2").substr(0, 3)) ==
+        decimal128::from_string("NaN"));
+  CHECK(decimal128::from_string(std::string_view("Infinity 3").substr(0, 8)) ==
+        decimal128::from_string("Infinity"));
+  CHECK_THROWS_WITH(decimal128::from_string(std::string_view{}), Contains("is not a Decimal128"));
+}
+
 TEST_CASE("object_id::from_hex parses either case and refuses anything else",
           "[bson][value_types]") {
   const object_id id = object_id::from_hex("000102030405060708090a0B");
