@@ -39,6 +39,11 @@ struct span_sender::impl {
           "span_sender needs the receiver's port; port 0 is not allowed");
     }
     const auto to = datagram::peer_address::numeric(options.address, options.port);
+    // Everything that may throw comes before the socket: a constructor that throws never runs
+    // ~impl, which would close it.
+    queue.reserve(batch);
+    headers.resize(batch);
+    vectors.resize(batch);
     fd = ::socket(to.family(), SOCK_DGRAM | SOCK_CLOEXEC, 0);
     if (fd < 0) throw_errno("socket(SOCK_DGRAM)", to.to_string());
     // Connected: sendmmsg needs no address per message, and the kernel reports a missing
@@ -47,9 +52,6 @@ struct span_sender::impl {
       ::close(fd);
       throw_errno("connect udp", to.to_string());
     }
-    queue.reserve(batch);
-    headers.resize(batch);
-    vectors.resize(batch);
   }
   ~impl() { ::close(fd); }
 

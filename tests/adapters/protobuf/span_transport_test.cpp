@@ -3,6 +3,9 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <filesystem>
+#include <iterator>
+#include <new>
 #include <future>
 #include <string>
 #include <thread>
@@ -11,6 +14,7 @@
 #include "../datagram/net_test_support.hpp"
 #include "pmrkit/counting_resource.hpp"
 #include "pmrkit/datagram/errors.hpp"
+#include "global_heap.hpp"
 
 namespace {
 
@@ -119,6 +123,33 @@ TEST_CASE("span_sender rejects bad options", "[protobuf]") {
   CHECK_THROWS_AS(span_sender({.port = 0}), invalid_option);
   CHECK_THROWS_AS(span_sender({.port = 9, .batch_size = 0}), invalid_option);
   CHECK_THROWS_AS(span_sender({.address = "not-an-address", .port = 9}), invalid_option);
+}
+
+TEST_CASE("span_sender whose construction runs out of memory leaves no socket open",
+          "[protobuf]") {
+  // Its vectors were sized after the socket was made, and a constructor that throws never
+  // runs the destructor that closes it.
+  namespace heap = pmrkit::test::global_heap;
+  const auto open_descriptors = [] {
+    return std::distance(std::filesystem::directory_iterator("/proc/self/fd"),
+                         std::filesystem::directory_iterator{});
+  };
+  const auto before = open_descriptors();
+  bool failed_once = false;
+  for (std::uint64_t n = 1; n < 200; ++n) {
+    heap::fail_at(n);
+    try {
+      span_sender tx({.port = 9, .batch_size = 64}, std::pmr::new_delete_resource());
+    } catch (const std::bad_alloc&) {
+    }
+    const bool fired = heap::fired();
+    heap::disarm();
+    if (!fired) break;
+    failed_once = true;
+    INFO("the " << n << "th allocation failed");
+    CHECK(open_descriptors() == before);
+  }
+  CHECK(failed_once);
 }
 
 }  // namespace
