@@ -14,32 +14,57 @@ using pmrkit::interpose::release;
 
 std::size_t at_least_one(std::size_t bytes) noexcept { return bytes ? bytes : 1; }
 
-void* or_throw(void* p) {
-  if (!p) throw std::bad_alloc();
-  return p;
-}
-
+void* plain(std::size_t bytes) noexcept { return allocate(at_least_one(bytes)); }
 void* aligned(std::size_t bytes, std::align_val_t alignment) noexcept {
   return allocate_aligned(static_cast<std::size_t>(alignment), at_least_one(bytes));
 }
 
+// What the standard's operator new does when memory runs out: call the installed new_handler
+// and try again, or throw std::bad_alloc when there is none. The nothrow forms behave as the
+// throwing ones and answer null where those throw.
+template <class Attempt>
+void* with_new_handler(Attempt attempt) {
+  for (;;) {
+    if (void* p = attempt()) return p;
+    const std::new_handler handler = std::get_new_handler();
+    if (!handler) throw std::bad_alloc();
+    handler();
+  }
+}
+template <class Attempt>
+void* or_null(Attempt attempt) noexcept {
+  try {
+    return with_new_handler(attempt);
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
+}
+
 }  // namespace
 
-void* operator new(std::size_t bytes) { return or_throw(allocate(at_least_one(bytes))); }
-void* operator new[](std::size_t bytes) { return or_throw(allocate(at_least_one(bytes))); }
+void* operator new(std::size_t bytes) {
+  return with_new_handler([=] { return plain(bytes); });
+}
+void* operator new[](std::size_t bytes) {
+  return with_new_handler([=] { return plain(bytes); });
+}
 void* operator new(std::size_t bytes, const std::nothrow_t&) noexcept {
-  return allocate(at_least_one(bytes));
+  return or_null([=] { return plain(bytes); });
 }
 void* operator new[](std::size_t bytes, const std::nothrow_t&) noexcept {
-  return allocate(at_least_one(bytes));
+  return or_null([=] { return plain(bytes); });
 }
-void* operator new(std::size_t bytes, std::align_val_t a) { return or_throw(aligned(bytes, a)); }
-void* operator new[](std::size_t bytes, std::align_val_t a) { return or_throw(aligned(bytes, a)); }
+void* operator new(std::size_t bytes, std::align_val_t a) {
+  return with_new_handler([=] { return aligned(bytes, a); });
+}
+void* operator new[](std::size_t bytes, std::align_val_t a) {
+  return with_new_handler([=] { return aligned(bytes, a); });
+}
 void* operator new(std::size_t bytes, std::align_val_t a, const std::nothrow_t&) noexcept {
-  return aligned(bytes, a);
+  return or_null([=] { return aligned(bytes, a); });
 }
 void* operator new[](std::size_t bytes, std::align_val_t a, const std::nothrow_t&) noexcept {
-  return aligned(bytes, a);
+  return or_null([=] { return aligned(bytes, a); });
 }
 void operator delete(void* p) noexcept { release(p); }
 void operator delete[](void* p) noexcept { release(p); }

@@ -91,6 +91,36 @@ TEST_CASE(
   CHECK(count_ops(trace, operation_kind::allocate, sizes::forked_child) == 0);
 }
 
+TEST_CASE("pmrkit-record never writes into a file the program opened after closing descriptors",
+          "[record]") {
+  // The stream file's descriptor was a low number: a program that closes what it did not open
+  // and then opens a file got it, and the recorder wrote its chunks into the program's file.
+  const auto path = temp_trace("closes");
+  const auto own = std::filesystem::temp_directory_path() / "pmrkit_record_test_own_file.txt";
+  // The probe exits 7 if its file holds anything but its own line.
+  SECTION("descriptors 3 to 255: the recording goes on") {
+    REQUIRE(record(path, std::string(PMRKIT_RECORD_PROBE) + " closes-descriptors " +
+                             own.string() + " 256") == 0);
+    const auto trace = pmrkit::trace::read_trace_file(path);
+    CHECK(count_ops(trace, operation_kind::allocate, sizes::around_own_file) ==
+          2 * static_cast<std::size_t>(sizes::killed_count));
+  }
+  SECTION("every descriptor: the recording stops, the program's file is left alone") {
+    CHECK(record(path, std::string(PMRKIT_RECORD_PROBE) + " closes-descriptors " +
+                           own.string() + " 1048576") == 0);
+  }
+  std::filesystem::remove(path);
+  std::filesystem::remove(own);
+}
+
+TEST_CASE("pmrkit-record keeps operator new's call of the new_handler", "[record]") {
+  // The recorder's operator new threw std::bad_alloc at once, where the C++ library's calls the
+  // installed new_handler first; the probe exits 10 if it was not called.
+  const auto path = temp_trace("new_handler");
+  CHECK(record(path, std::string(PMRKIT_RECORD_PROBE) + " new-handler") == 0);
+  std::filesystem::remove(path);
+}
+
 TEST_CASE("pmrkit-record keeps what a killed program's recorder had written", "[record]") {
   const auto path = temp_trace("killed");
   CHECK(record(path, std::string(PMRKIT_RECORD_PROBE) + " killed") == 128 + 9);

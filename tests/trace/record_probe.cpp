@@ -4,6 +4,13 @@
 //   record_probe exec       the same, then execs itself as `record_probe after-exec`
 //   record_probe after-exec allocates, and exits 0 only if LD_PRELOAD still names the recorder
 //   record_probe killed     many allocations, then SIGKILL: the recorder's exit code never runs
+//   record_probe new-handler  an impossible operator new: exits 0 only if the installed
+//                           new_handler was called before std::bad_alloc
+//   record_probe closes-descriptors FILE N
+//                           closes descriptors 3..N-1 (as daemons do), opens FILE, writes a line
+//                           between many allocations, and exits 0 only if FILE holds just that
+//                           line
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 #include <sys/wait.h>
@@ -32,6 +39,38 @@ int main(int argc, char** argv) {
     for (int i = 0; i < sizes::count; ++i) std::free(used(std::malloc(sizes::after_exec)));
     const char* preload = std::getenv("LD_PRELOAD");
     return preload && std::strstr(preload, "pmrkit_record_preload") ? 0 : 3;
+  }
+
+  if (mode == "new-handler") {
+    static int calls = 0;
+    std::set_new_handler([] {
+      ++calls;
+      std::set_new_handler(nullptr);  // the next failure throws
+    });
+    try {
+      used(::operator new(std::size_t{1} << 62));
+      return 11;
+    } catch (const std::bad_alloc&) {
+    }
+    return calls == 1 ? 0 : 10;
+  }
+
+  if (mode == "closes-descriptors" && argc == 4) {
+    for (int fd = 3; fd < std::atoi(argv[3]); ++fd) ::close(fd);
+    const auto churn = [] {
+      for (int i = 0; i < sizes::killed_count; ++i)
+        std::free(used(std::malloc(sizes::around_own_file)));
+    };
+    churn();  // several buffers' worth: the recorder writes while the file is open
+    const int own = ::open(argv[2], O_RDWR | O_CREAT | O_TRUNC, 0644);
+    if (own < 0) return 8;
+    static const char line[] = "user data\n";
+    if (::write(own, line, sizeof line - 1) != static_cast<ssize_t>(sizeof line - 1)) return 9;
+    churn();
+    char back[64];
+    const ssize_t n = ::pread(own, back, sizeof back, 0);
+    ::close(own);
+    return n == static_cast<ssize_t>(sizeof line - 1) && std::memcmp(back, line, n) == 0 ? 0 : 7;
   }
 
   if (mode == "killed") {

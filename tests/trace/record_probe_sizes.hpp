@@ -17,4 +17,5 @@ constexpr std::size_t realloc_size = 55555;
 constexpr std::size_t thread_size = 6666;
 constexpr std::size_t forked_child = 77777;
 constexpr std::size_t after_exec = 88888;
+constexpr std::size_t around_own_file = 99991;  // closes-descriptors: before and after its file
 }  // namespace record_probe_sizes

@@ -98,7 +98,8 @@ int record(const fs::path& out, char** command) {
                  "pmrkit-record: %s did not finish normally (%s): the trace keeps the %llu events "
                  "written before; those still in its threads' buffers are lost\n",
                  command[0],
-                 WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "it left through _exit",
+                 WIFSIGNALED(status) ? strsignal(WTERMSIG(status))
+                                     : "it left through _exit, or closed the recorder's file",
                  static_cast<unsigned long long>(repair.events_kept));
   pmrkit::trace::compress_stream_file(stream, out);
   fs::remove(stream);

@@ -18,9 +18,12 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdarg>
@@ -118,6 +121,12 @@ enum class mode : int { unknown, starting, recording, forwarding };
 thread_slot slots[max_threads];
 std::atomic<mode> current_mode{mode::unknown};
 int out_fd = -1;
+// The stream file's identity: a program may close the descriptors it did not open (daemons
+// do) and open a file of its own, which then gets our number. Before writing, the recorder
+// checks the descriptor is still its file, and stops for good when it is not.
+dev_t out_device = 0;
+ino_t out_inode = 0;
+bool stream_lost = false;  // guarded by file_lock
 std::atomic_flag file_lock = ATOMIC_FLAG_INIT;
 bool file_finished = false;  // guarded by file_lock
 std::uint64_t events_written = 0;  // guarded by file_lock
@@ -158,11 +167,44 @@ void say(const char* text) noexcept {
   (void)ignored;
 }
 
+// Under file_lock (or before other threads record): whether out_fd is still the stream file.
+bool stream_is_ours() noexcept {
+  if (stream_lost || out_fd < 0) return false;
+  struct stat now;
+  if (::fstat(out_fd, &now) == 0 && now.st_dev == out_device && now.st_ino == out_inode)
+    return true;
+  stream_lost = true;
+  say("pmrkit-record: the program closed the recorder's stream file (and may have reused its "
+      "descriptor); the recording stops there\n");
+  return false;
+}
+
+// Moves the stream file's descriptor near the top of the table, above the low numbers a
+// program that closes what it did not open goes through, and notes its identity.
+int settle_stream(int fd) noexcept {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur > 64) {
+    const rlim_t room = limit.rlim_cur == RLIM_INFINITY ? rlim_t{1} << 20 : limit.rlim_cur;
+    const int floor = static_cast<int>(std::min<rlim_t>(room - room / 4, 1 << 16));
+    const int moved = ::fcntl(fd, F_DUPFD_CLOEXEC, floor);
+    if (moved >= 0) {
+      ::close(fd);
+      fd = moved;
+    }
+  }
+  struct stat identity;
+  if (::fstat(fd, &identity) == 0) {
+    out_device = identity.st_dev;
+    out_inode = identity.st_ino;
+  }
+  return fd;
+}
+
 // Under file_lock.
 void write_chunk_locked(thread_slot& slot, std::uint64_t packed) noexcept {
   const std::uint64_t events = packed >> 32;
   const std::size_t bytes = packed & 0xffffffffu;
-  if (events == 0 || file_finished) return;
+  if (events == 0 || file_finished || !stream_is_ours()) return;
   unsigned char header[format::max_chunk_header_bytes];
   write_all(header, static_cast<std::size_t>(
                         format::put_chunk_header(header, slot.thread, events, bytes) - header));
@@ -226,7 +268,8 @@ std::uint64_t now_ns() noexcept {
 void stop_in_child() noexcept {
   current_mode.store(mode::forwarding);
   my_slot = nullptr;
-  if (out_fd >= 0) ::close(out_fd);  // the child's own descriptor; the parent keeps writing
+  // The child's own descriptor (the parent keeps writing), unless the program reused it.
+  if (out_fd >= 0 && stream_is_ours()) ::close(out_fd);
   out_fd = -1;
 }
 
@@ -241,7 +284,8 @@ bool start_recording() noexcept {
   const char* path = std::getenv("PMRKIT_RECORD_STREAM");
   if (pid_text && path && std::strtol(pid_text, nullptr, 10) == static_cast<long>(getpid())) {
     for (char* c = pid_text; *c; ++c) *c = '0';  // the next image, and descendants, see pid 0
-    out_fd = ::open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const int opened = ::open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    out_fd = opened < 0 ? opened : settle_stream(opened);
     if (out_fd < 0) {
       say("pmrkit-record: cannot create the stream file; not recording\n");
     } else if (pthread_key_create(&exit_key, thread_exiting) == 0 &&
@@ -298,10 +342,12 @@ void finish_recording() noexcept {
   for (thread_slot& slot : slots)
     if (slot.taken.load(std::memory_order_acquire))
       write_chunk_locked(slot, slot.committed.load(std::memory_order_acquire));
-  unsigned char end[1 + format::max_varint_bytes];
-  write_all(end, static_cast<std::size_t>(format::put_end(end, events_written) - end));
+  if (stream_is_ours()) {
+    unsigned char end[1 + format::max_varint_bytes];
+    write_all(end, static_cast<std::size_t>(format::put_end(end, events_written) - end));
+    ::close(out_fd);
+  }
   file_finished = true;
-  ::close(out_fd);
   out_fd = -1;
   unlock_file();
   if (events_dropped.load() != 0)
@@ -356,8 +402,11 @@ void* malloc(std::size_t bytes) { return recorded_malloc(bytes); }
 void free(void* p) { recorded_free(p); }
 
 void* calloc(std::size_t count, std::size_t size) {
+  if (size != 0 && count > SIZE_MAX / size) {
+    errno = ENOMEM;  // as the C library's calloc does
+    return nullptr;
+  }
   if (resolving.load(std::memory_order_relaxed)) return bootstrap_allocate(count * size);
-  if (size != 0 && count > SIZE_MAX / size) return nullptr;
   void* p = next().calloc(count, size);
   if (p) record(event_kind::allocate, p, count * size, malloc_alignment);
   return p;
