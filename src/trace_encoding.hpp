@@ -49,8 +49,16 @@ inline std::uint64_t unzigzag(std::uint64_t value) noexcept {
   return (value >> 1) ^ (~(value & 1) + 1);
 }
 
+// The largest alignment a trace holds; beyond it no resource could serve the replay.
+inline constexpr unsigned max_alignment_log2 = 30;
+
+// The alignment written for a request aligned to `alignment`: the power of two it rounds up to
+// (the C library rounds memalign(24, n) up to 32), at most 2^max_alignment_log2 (glibc serves
+// memalign(2^31, n); the trace then asks the replay for 2^30).
 inline unsigned log2_of(std::size_t alignment) noexcept {
-  return alignment == 0 ? 0u : static_cast<unsigned>(__builtin_ctzll(alignment));
+  if (alignment <= 1) return 0;
+  const auto ceiling = static_cast<unsigned>(64 - __builtin_clzll(alignment - 1));
+  return ceiling < max_alignment_log2 ? ceiling : max_alignment_log2;
 }
 
 inline unsigned char* put_header(unsigned char* out) noexcept {

@@ -188,3 +188,30 @@ TEST_CASE("heaptrack text: frees pair last-in first-out per call site, on one th
              Catch::Contains("'x'") && Catch::Contains("line 2"));
   CHECK_THAT(error_of_text("v 10400 9\n"), Catch::Contains("unsupported file format version 9"));
 }
+
+TEST_CASE("an alignment the reader would refuse is never written", "[trace]") {
+  // glibc serves memalign(2^31, n), and memalign(24, n) rounds 24 up to 32: the writers wrote
+  // 2^31, which the reader refuses (at most 2^30), and 2^3 for 24.
+  unsigned char events[4 * format::max_event_bytes];
+  format::chunk_state state;
+  unsigned char* end = events;
+  end = format::put_event(end, state, format::event_kind::allocate, 1, 0x10000, 64,
+                          std::size_t{1} << 31);
+  end = format::put_event(end, state, format::event_kind::allocate, 2, 0x20000, 48, 24);
+  end = format::put_event(end, state, format::event_kind::allocate, 3, 0x30000, 8, 1);
+  unsigned char framing[format::header_bytes + format::max_chunk_header_bytes +
+                        format::max_varint_bytes + 1];
+  std::vector<std::byte> stream;
+  const auto append = [&](const unsigned char* from, const unsigned char* to) {
+    for (; from != to; ++from) stream.push_back(static_cast<std::byte>(*from));
+  };
+  append(framing, format::put_header(framing));
+  append(framing, format::put_chunk_header(framing, 0, 3, static_cast<std::size_t>(end - events)));
+  append(events, end);
+  append(framing, format::put_end(framing, 3));
+  const auto trace = pmrkit::trace::read_trace(stream);
+  REQUIRE(trace.operations.size() == 3);
+  CHECK(trace.operations[0].alignment_log2 == format::max_alignment_log2);
+  CHECK(trace.operations[1].alignment_log2 == 5);  // 24 rounds up to 32
+  CHECK(trace.operations[2].alignment_log2 == 0);
+}

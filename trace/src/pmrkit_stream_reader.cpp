@@ -16,8 +16,7 @@ namespace {
 
 namespace format = pmrkit::detail::trace_format;
 
-// The largest alignment a trace may ask for; beyond it no resource could serve the replay.
-constexpr unsigned max_alignment_log2 = 30;
+using format::max_alignment_log2;
 // The fewest bytes an event takes (tag, time, address), to reject impossible counts early.
 constexpr std::uint64_t min_event_bytes = 3;
 
