@@ -80,33 +80,42 @@ detail::recording_buffer* recording_resource::this_thread_buffer() noexcept {
 
 void* recording_resource::do_allocate(std::size_t bytes, std::size_t alignment) {
   void* p = wrapped_->allocate(bytes, alignment);
-  if (!recording_.load(std::memory_order_relaxed)) return p;
-  // Read after the block is ours: whoever freed this address before us read the clock before
-  // freeing it, so the free sorts first (the reader pairs frees with allocations by time).
-  const std::uint64_t time = now_ns();
-  if (detail::recording_buffer* b = this_thread_buffer()) {
-    b->used = static_cast<std::size_t>(
-        format::put_event(b->bytes.get() + b->used, b->state, format::event_kind::allocate, time,
-                          reinterpret_cast<std::uintptr_t>(p), bytes, alignment) -
-        b->bytes.get());
-    ++b->events;
-    if (!b->has_room()) send(*b);
-  }
+  // The clock is read after the block is ours: whoever freed this address before us read it
+  // before freeing, so the free sorts first (the reader pairs frees with allocations by time).
+  if (recording_.load(std::memory_order_relaxed)) record(true, now_ns(), p, bytes, alignment);
   return p;
 }
 
 void recording_resource::do_deallocate(void* p, std::size_t bytes, std::size_t alignment) {
-  if (recording_.load(std::memory_order_relaxed)) {
-    if (detail::recording_buffer* b = this_thread_buffer()) {
-      b->used = static_cast<std::size_t>(
-          format::put_event(b->bytes.get() + b->used, b->state, format::event_kind::deallocate,
-                            now_ns(), reinterpret_cast<std::uintptr_t>(p), bytes, alignment) -
-          b->bytes.get());
-      ++b->events;
-      if (!b->has_room()) send(*b);
-    }
-  }
+  if (recording_.load(std::memory_order_relaxed)) record(false, now_ns(), p, bytes, alignment);
   wrapped_->deallocate(p, bytes, alignment);
+}
+
+void recording_resource::record(bool allocation, std::uint64_t time, const void* p,
+                                std::size_t bytes, std::size_t alignment) noexcept {
+  const auto kind = allocation ? format::event_kind::allocate : format::event_kind::deallocate;
+  const auto address = reinterpret_cast<std::uintptr_t>(p);
+  if (detail::recording_buffer* b = this_thread_buffer()) {
+    b->used = static_cast<std::size_t>(
+        format::put_event(b->bytes.get() + b->used, b->state, kind, time, address, bytes,
+                          alignment) -
+        b->bytes.get());
+    ++b->events;
+    if (!b->has_room()) send(*b);
+    return;
+  }
+  // No buffer on this thread: it is past its exit hook (a thread_local container freed as the
+  // thread ends) or there was no memory for one. The event goes to the sink at once, a chunk of
+  // its own, under one thread number kept for such events, so that no call goes unrecorded.
+  unsigned char event[format::max_event_bytes];
+  format::chunk_state fresh;
+  const unsigned char* end = format::put_event(event, fresh, kind, time, address, bytes, alignment);
+  const std::lock_guard lock(sink_mutex_);
+  if (!has_unbuffered_thread_) {
+    unbuffered_thread_ = next_thread_.fetch_add(1, std::memory_order_relaxed);
+    has_unbuffered_thread_ = true;
+  }
+  write_chunk_locked(unbuffered_thread_, 1, event, end);
 }
 
 void recording_resource::send(detail::recording_buffer& buffer) noexcept {
@@ -116,19 +125,26 @@ void recording_resource::send(detail::recording_buffer& buffer) noexcept {
 
 void recording_resource::send_locked(detail::recording_buffer& buffer) noexcept {
   if (buffer.events == 0) return;
-  if (!sink_error_ && !finished_) {
-    try {
-      unsigned char header[format::max_chunk_header_bytes];
-      write_bytes(sink_, header,
-                  format::put_chunk_header(header, buffer.thread, buffer.events, buffer.used));
-      write_bytes(sink_, buffer.bytes.get(), buffer.bytes.get() + buffer.used);
-      events_written_.fetch_add(buffer.events, std::memory_order_relaxed);
-    } catch (...) {
-      sink_error_ = std::current_exception();
-      recording_.store(false, std::memory_order_relaxed);
-    }
-  }
+  write_chunk_locked(buffer.thread, buffer.events, buffer.bytes.get(),
+                     buffer.bytes.get() + buffer.used);
   buffer.clear();
+}
+
+void recording_resource::write_chunk_locked(std::uint32_t thread, std::uint64_t events,
+                                            const unsigned char* begin,
+                                            const unsigned char* end) noexcept {
+  if (sink_error_ || finished_) return;
+  try {
+    unsigned char header[format::max_chunk_header_bytes];
+    write_bytes(sink_, header,
+                format::put_chunk_header(header, thread, events,
+                                         static_cast<std::uint64_t>(end - begin)));
+    write_bytes(sink_, begin, end);
+    events_written_.fetch_add(events, std::memory_order_relaxed);
+  } catch (...) {
+    sink_error_ = std::current_exception();
+    recording_.store(false, std::memory_order_relaxed);
+  }
 }
 
 void recording_resource::absorb_exiting_cache(detail::recording_buffer& buffer) noexcept {

@@ -5,7 +5,9 @@
 // operation, size, alignment, the block's address (which, with the order of events, is the
 // object's identity: a new allocation at a freed address is a new object), the thread and the
 // time. Each thread appends to a buffer of its own, without locks; a full buffer goes to the
-// sink as one chunk, so memory stays bounded however long the program runs. The sink receives
+// sink as one chunk, so memory stays bounded however long the program runs. A call on a thread
+// that has no buffer (one past its exit, freeing a thread_local container) goes to the sink at
+// once, under one thread number kept for such calls. The sink receives
 // the uncompressed trace stream; pmrkit::trace (trace/) has a sink that writes a zstd-compressed
 // file, and the reader.
 //
@@ -84,8 +86,12 @@ class recording_resource final : public std::pmr::memory_resource {
 
   detail::recording_buffer* this_thread_buffer() noexcept;
   std::uint64_t now_ns() const noexcept;
+  void record(bool allocation, std::uint64_t time, const void* p, std::size_t bytes,
+              std::size_t alignment) noexcept;
   void send(detail::recording_buffer& buffer) noexcept;  // takes sink_mutex_
   void send_locked(detail::recording_buffer& buffer) noexcept;
+  void write_chunk_locked(std::uint32_t thread, std::uint64_t events, const unsigned char* begin,
+                          const unsigned char* end) noexcept;
 
   std::pmr::memory_resource* wrapped_;
   trace_sink& sink_;
@@ -97,6 +103,9 @@ class recording_resource final : public std::pmr::memory_resource {
   std::mutex sink_mutex_;
   std::exception_ptr sink_error_;  // guarded by sink_mutex_
   bool finished_ = false;          // guarded by sink_mutex_
+  // The thread number of events from threads without a buffer (record), made on first use.
+  std::uint32_t unbuffered_thread_ = 0;   // guarded by sink_mutex_
+  bool has_unbuffered_thread_ = false;    // guarded by sink_mutex_
   std::unique_ptr<detail::thread_caches<recording_resource, detail::recording_buffer>> buffers_;
 };
 

@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <memory_resource>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -127,6 +128,35 @@ class failing_sink final : public pmrkit::trace_sink {
   int left_;
 };
 }  // namespace
+
+namespace {
+pmrkit::recording_resource* thread_exit_recorder = nullptr;
+}  // namespace
+
+TEST_CASE("recording_resource records a thread_local container freed as its thread ends",
+          "[trace]") {
+  // Destroyed after the thread's exit hook gave its buffer back: its free went unrecorded, and
+  // the replay showed a leak that the program does not have.
+  memory_sink sink;
+  {
+    pmrkit::recording_resource recorder(std::pmr::new_delete_resource(), sink);
+    thread_exit_recorder = &recorder;
+    std::thread([] {
+      // Made before the thread's first call arms the recorder's exit hook, so destroyed after
+      // the hook has run (thread_locals go in the reverse order of their construction).
+      thread_local std::pmr::vector<int> late(thread_exit_recorder);
+      for (int i = 0; i < 1000; ++i) late.push_back(i);
+      (void)thread_exit_recorder->allocate(8, 8);  // never freed: live at the end
+    }).join();
+    recorder.finish();
+  }
+  const auto trace = pmrkit::trace::parse_pmrkit_stream(sink.stream);
+  CHECK(trace.unpaired_frees == 0);
+  // The vector's last array, freed at thread exit, is not live at the end; the one block the
+  // thread never freed is.
+  CHECK(trace.live_objects_at_end == 1);
+  CHECK(trace.live_bytes_at_end == 8);
+}
 
 TEST_CASE("a failing sink stops the recording, not the program", "[trace]") {
   failing_sink sink(1);  // the header only
