@@ -113,6 +113,24 @@ TEST_CASE("pmrkit-record never writes into a file the program opened after closi
   std::filesystem::remove(own);
 }
 
+TEST_CASE("pmrkit-record keeps a thread's late frees on that thread", "[record]") {
+  // The C library frees strerror's buffer after a thread's key destructors have run: the
+  // recorder took a new slot and a new thread number for it, and never gave the slot back.
+  const auto path = temp_trace("late_frees");
+  REQUIRE(record(path, std::string(PMRKIT_RECORD_PROBE) + " late-frees") == 0);
+  const auto trace = pmrkit::trace::read_trace_file(path);
+  std::filesystem::remove(path);
+  CHECK(trace.threads == 1 + static_cast<std::uint32_t>(sizes::late_threads));
+  std::vector<std::uint32_t> allocated_on(trace.objects);
+  std::size_t cross_thread = 0;
+  for (const auto& op : trace.operations) {
+    if (op.kind == operation_kind::allocate) allocated_on[op.object] = op.thread;
+    else cross_thread += allocated_on[op.object] != op.thread;
+  }
+  CHECK(cross_thread == 0);
+  CHECK(count_allocations(trace, sizes::late_thread, 16) == sizes::late_threads);
+}
+
 TEST_CASE("pmrkit-record keeps operator new's call of the new_handler", "[record]") {
   // The recorder's operator new threw std::bad_alloc at once, where the C++ library's calls the
   // installed new_handler first; the probe exits 10 if it was not called.

@@ -4,6 +4,8 @@
 //   record_probe exec       the same, then execs itself as `record_probe after-exec`
 //   record_probe after-exec allocates, and exits 0 only if LD_PRELOAD still names the recorder
 //   record_probe killed     many allocations, then SIGKILL: the recorder's exit code never runs
+//   record_probe late-frees  threads, one after another, that each allocate and call strerror,
+//                           whose buffer the C library frees after the thread's key destructors
 //   record_probe new-handler  an impossible operator new: exits 0 only if the installed
 //                           new_handler was called before std::bad_alloc
 //   record_probe closes-descriptors FILE N
@@ -11,6 +13,7 @@
 //                           between many allocations, and exits 0 only if FILE holds just that
 //                           line
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 #include <sys/wait.h>
@@ -39,6 +42,20 @@ int main(int argc, char** argv) {
     for (int i = 0; i < sizes::count; ++i) std::free(used(std::malloc(sizes::after_exec)));
     const char* preload = std::getenv("LD_PRELOAD");
     return preload && std::strstr(preload, "pmrkit_record_preload") ? 0 : 3;
+  }
+
+  if (mode == "late-frees") {
+    for (int i = 0; i < sizes::late_threads; ++i) {
+      pthread_t thread;
+      const auto body = [](void*) -> void* {
+        std::free(used(std::malloc(sizes::late_thread)));
+        used(strerror(12345));  // "Unknown error 12345", in a buffer freed at thread exit
+        return nullptr;
+      };
+      if (pthread_create(&thread, nullptr, body, nullptr) != 0) return 12;
+      pthread_join(thread, nullptr);
+    }
+    return 0;
   }
 
   if (mode == "new-handler") {

@@ -18,4 +18,6 @@ constexpr std::size_t thread_size = 6666;
 constexpr std::size_t forked_child = 77777;
 constexpr std::size_t after_exec = 88888;
 constexpr std::size_t around_own_file = 99991;  // closes-descriptors: before and after its file
+constexpr std::size_t late_thread = 4321;       // late-frees: one a thread
+constexpr int late_threads = 4;
 }  // namespace record_probe_sizes

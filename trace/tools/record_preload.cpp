@@ -137,6 +137,12 @@ pid_t recorded_pid = 0;
 pthread_key_t exit_key;
 
 [[gnu::tls_model("initial-exec")]] thread_local thread_slot* my_slot = nullptr;
+// The thread's number in the trace, plus one (0: none yet), kept after its slot goes back: the C
+// library frees some of a thread's buffers (strerror's, dlerror's) after the key destructors
+// have run, and those late frees belong to the same thread.
+[[gnu::tls_model("initial-exec")]] thread_local std::uint32_t my_thread_plus_one = 0;
+// Set when the thread's key destructor has run: a later event borrows a slot for itself alone.
+[[gnu::tls_model("initial-exec")]] thread_local bool my_thread_exited = false;
 // Set while the recorder itself runs: anything it allocates is forwarded, not recorded.
 [[gnu::tls_model("initial-exec")]] thread_local bool inside_recorder = false;
 
@@ -228,9 +234,13 @@ void thread_exiting(void* p) noexcept {
   const recorder_guard guard;
   flush_own(*slot);
   my_slot = nullptr;
+  my_thread_exited = true;
   slot->taken.store(false, std::memory_order_release);
 }
 
+// A free slot for the calling thread, under its own thread number (a new one on its first
+// event). A thread past its key destructor borrows it for one event: no destructor would give
+// it back.
 thread_slot* claim_slot() noexcept {
   const recorder_guard guard;
   for (thread_slot& slot : slots) {
@@ -247,11 +257,14 @@ thread_slot* claim_slot() noexcept {
       }
       slot.buffer = static_cast<unsigned char*>(m);
     }
-    slot.thread = next_thread.fetch_add(1, std::memory_order_relaxed);
+    if (my_thread_plus_one == 0)
+      my_thread_plus_one = next_thread.fetch_add(1, std::memory_order_relaxed) + 1;
+    slot.thread = my_thread_plus_one - 1;
     slot.used = 0;
     slot.events = 0;
     slot.state = {};
     slot.committed.store(0, std::memory_order_relaxed);
+    if (my_thread_exited) return &slot;
     pthread_setspecific(exit_key, &slot);
     return my_slot = &slot;
   }
@@ -329,6 +342,11 @@ void record(event_kind kind, const void* address, std::size_t size, std::size_t 
   slot->used = static_cast<std::size_t>(end - slot->buffer);
   ++slot->events;
   slot->committed.store(std::uint64_t{slot->events} << 32 | slot->used, std::memory_order_release);
+  if (slot != my_slot) {  // borrowed after the thread's exit: written and given back at once
+    const recorder_guard guard;
+    flush_own(*slot);
+    slot->taken.store(false, std::memory_order_release);
+  }
 }
 
 // Writes every thread's events and the end record, and stops: at exit, or before an exec.
