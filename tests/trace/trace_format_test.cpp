@@ -215,3 +215,30 @@ TEST_CASE("an alignment the reader would refuse is never written", "[trace]") {
   CHECK(trace.operations[1].alignment_log2 == 5);  // 24 rounds up to 32
   CHECK(trace.operations[2].alignment_log2 == 0);
 }
+
+TEST_CASE("a thread whose only events are dropped frees is not a thread of the trace",
+          "[trace]") {
+  // It counted as one, and a strategy that is not thread-safe was then refused the replay.
+  std::vector<std::byte> stream;
+  const auto append = [&](const unsigned char* from, const unsigned char* to) {
+    for (; from != to; ++from) stream.push_back(static_cast<std::byte>(*from));
+  };
+  unsigned char framing[format::header_bytes + format::max_chunk_header_bytes +
+                        format::max_varint_bytes + 1];
+  unsigned char events[2 * format::max_event_bytes];
+  append(framing, format::put_header(framing));
+  for (const auto& [thread, kind] : {std::pair{0u, format::event_kind::allocate},
+                                     std::pair{1u, format::event_kind::deallocate}}) {
+    format::chunk_state state;
+    // Thread 1 frees an address nothing allocated (memory from before the recording).
+    const std::uint64_t address = thread == 0 ? 0x1000 : 0x9000;
+    unsigned char* end = format::put_event(events, state, kind, 1 + thread, address, 8, 8);
+    append(framing,
+           format::put_chunk_header(framing, thread, 1, static_cast<std::size_t>(end - events)));
+    append(events, end);
+  }
+  append(framing, format::put_end(framing, 2));
+  const auto trace = pmrkit::trace::read_trace(stream);
+  CHECK(trace.unpaired_frees == 1);
+  CHECK(trace.threads == 1);
+}

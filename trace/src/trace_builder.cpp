@@ -32,13 +32,12 @@ void trace_builder::allocate(std::uint64_t time_ns, std::uint64_t recorded_threa
 
 void trace_builder::deallocate(std::uint64_t time_ns, std::uint64_t recorded_thread,
                                std::uint64_t address) {
-  const std::uint32_t thread = number_of(recorded_thread);
   const auto it = live_.find(address);
-  if (it == live_.end()) {
+  if (it == live_.end()) {  // dropped: it names no thread of the replay
     ++trace_.unpaired_frees;
     return;
   }
-  free_block(time_ns, thread, it->second);
+  free_block(time_ns, number_of(recorded_thread), it->second);
   live_.erase(it);
 }
 
