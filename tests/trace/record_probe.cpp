@@ -2,6 +2,7 @@
 // uses, so the test can count them in the trace.
 //   record_probe            the allocations below, a forked child's, then exits
 //   record_probe exec       the same, then execs itself as `record_probe after-exec`
+//   record_probe execveat   the same, through execveat
 //   record_probe after-exec allocates, and exits 0 only if LD_PRELOAD still names the recorder
 //   record_probe killed     many allocations, then SIGKILL: the recorder's exit code never runs
 //   record_probe late-frees  threads, one after another, that each allocate and call strerror,
@@ -133,6 +134,12 @@ int main(int argc, char** argv) {
 
   if (mode == "exec") {
     execl(argv[0], argv[0], "after-exec", static_cast<char*>(nullptr));
+    return 6;
+  }
+  if (mode == "execveat") {
+    char after[] = "after-exec";
+    char* const args[] = {argv[0], after, nullptr};
+    execveat(AT_FDCWD, argv[0], args, environ, 0);
     return 6;
   }
   return 0;

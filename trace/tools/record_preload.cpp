@@ -59,6 +59,7 @@ struct next_allocator {
   int (*execve)(const char*, char* const[], char* const[]);
   int (*execvpe)(const char*, char* const[], char* const[]);
   int (*fexecve)(int, char* const[], char* const[]);
+  int (*execveat)(int, const char*, char* const[], char* const[], int);
 };
 
 // dlsym may allocate (calloc for its error buffer) before the real functions are known: those
@@ -92,6 +93,7 @@ const next_allocator& next() noexcept {
   resolve(resolved.execve, "execve");
   resolve(resolved.execvpe, "execvpe");
   resolve(resolved.fexecve, "fexecve");
+  resolve(resolved.execveat, "execveat");
   resolving.store(false);
   ready.store(&resolved, std::memory_order_release);
   return resolved;
@@ -374,6 +376,21 @@ void finish_recording() noexcept {
 
 [[gnu::destructor]] void at_exit() { finish_recording(); }
 
+template <class Exec>
+int exec_ending_recording(Exec exec) {
+  const bool was_recording =
+      current_mode.load() == mode::recording && getpid() == recorded_pid;
+  finish_recording();
+  const int status = exec();
+  if (was_recording) {
+    const int error = errno;
+    say("pmrkit-record: an exec failed after the recording had ended for it; the program goes "
+        "on unrecorded\n");
+    errno = error;
+  }
+  return status;
+}
+
 // ---------------------------------------------------------------- forwarding and recording
 
 void* recorded_malloc(std::size_t bytes) noexcept {
@@ -468,18 +485,23 @@ std::size_t malloc_usable_size(void* p) {
   return next().malloc_usable_size(p);
 }
 
-// An exec replaces this image, whose buffers would be lost: end the recording first.
+// An exec replaces this image, whose buffers would be lost: end the recording first. One that
+// fails returns to a program no longer recorded, which is said.
 int execve(const char* path, char* const argv[], char* const envp[]) {
-  finish_recording();
-  return next().execve(path, argv, envp);
+  return exec_ending_recording([&] { return next().execve(path, argv, envp); });
 }
 int execvpe(const char* file, char* const argv[], char* const envp[]) {
-  finish_recording();
-  return next().execvpe(file, argv, envp);
+  return exec_ending_recording([&] { return next().execvpe(file, argv, envp); });
 }
 int fexecve(int fd, char* const argv[], char* const envp[]) {
-  finish_recording();
-  return next().fexecve(fd, argv, envp);
+  return exec_ending_recording([&] { return next().fexecve(fd, argv, envp); });
+}
+int execveat(int dirfd, const char* path, char* const argv[], char* const envp[], int flags) {
+  if (!next().execveat) {  // a C library without it: as the kernel without the call says
+    errno = ENOSYS;
+    return -1;
+  }
+  return exec_ending_recording([&] { return next().execveat(dirfd, path, argv, envp, flags); });
 }
 int execv(const char* path, char* const argv[]) {
   return execve(path, argv, environ);
