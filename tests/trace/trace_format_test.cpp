@@ -94,6 +94,11 @@ TEST_CASE("malformed traces name what was wrong and where", "[trace]") {
   CHECK_THAT(error_of(header_then({0, 0, 0})), Catch::Contains("1 bytes after the end record"));
   CHECK_THAT(error_of(header_then({1, 0, 1, 3, 0xfc, 0, 0})),
              Catch::Contains("alignment 2^63 too large"));
+  // Two frees whose time deltas (1, then 2^64 - 1) add up past 2^64: the time would wrap,
+  // going back. The second event starts at byte 16.
+  CHECK_THAT(error_of(header_then({1, 0, 2, 15, 1, 1, 0, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+                                   0xff, 0xff, 0xff, 0x01, 0, 0, 2})),
+             Catch::Contains("passes 2^64 ns") && Catch::Contains("at byte 16"));
 }
 
 TEST_CASE("a truncated or corrupt compressed trace is an error", "[trace]") {

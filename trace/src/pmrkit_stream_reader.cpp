@@ -1,6 +1,7 @@
 // Reads pmrkit's uncompressed trace stream (docs/replay.md, "The trace format"): header,
 // chunks of one thread's delta-encoded events, end record.
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -59,7 +60,11 @@ void read_chunk(detail::byte_cursor& stream, std::vector<raw_event>& events) {
     e.kind = kind;
     e.alignment_log2 = alignment_log2;
     e.thread = thread;
-    state.time_ns += chunk.varint("an event's time");
+    const std::uint64_t time_delta = chunk.varint("an event's time");
+    if (time_delta > UINT64_MAX - state.time_ns)
+      chunk.fail_at(event_at, "the event's time passes 2^64 ns (times never go back within a "
+                              "thread)");
+    state.time_ns += time_delta;
     e.time_ns = state.time_ns;
     state.address += format::unzigzag(chunk.varint("an event's address"));
     e.address = state.address;
