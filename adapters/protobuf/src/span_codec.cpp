@@ -1,12 +1,14 @@
 #include "pmrkit/protobuf/span_codec.hpp"
 
 #include <google/protobuf/arena.h>
+#include <google/protobuf/stubs/common.h>  // IsStructurallyValidUTF8, the parser's own check
 
 #include <algorithm>
 #include <bit>
 #include <climits>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include "span_message.hpp"
 
@@ -81,11 +83,43 @@ std::size_t write(const ssf::SSFSpan& message, std::size_t size, byte_buffer& ou
   return options;
 }
 
+// The SSF fields are proto3 strings, which must be UTF-8: libprotobuf serializes any bytes,
+// but every parser (ours included) refuses the result, so a span would be sent that no receiver
+// takes. Checked here, with the check libprotobuf's parser makes.
+void require_utf8(std::string_view text, const char* field) {
+  if (text.size() > INT_MAX ||
+      !::google::protobuf::internal::IsStructurallyValidUTF8(text.data(),
+                                                              static_cast<int>(text.size())))
+    throw std::invalid_argument(std::string("pmrkit::protobuf: the span's ") + field +
+                                " is not valid UTF-8 (SSF's fields are protobuf strings: text "
+                                "in UTF-8; send other bytes encoded, as hex or base64)");
+}
+
+void require_utf8(const std::map<std::string, std::string>& tags, const char* field) {
+  for (const auto& [key, value] : tags) {
+    require_utf8(key, field);
+    require_utf8(value, field);
+  }
+}
+
+void require_utf8(const span& s) {
+  require_utf8(s.service, "service");
+  require_utf8(s.name, "name");
+  require_utf8(s.tags, "tags");
+  for (const sample& m : s.metrics) {
+    require_utf8(m.name, "metric name");
+    require_utf8(m.message, "metric message");
+    require_utf8(m.unit, "metric unit");
+    require_utf8(m.tags, "metric tags");
+  }
+}
+
 }  // namespace
 
 namespace detail {
 
 void assign(ssf::SSFSpan& message, const span& s) {
+  require_utf8(s);
   message.set_version(s.version);
   message.set_trace_id(s.trace_id);
   message.set_id(s.id);

@@ -146,6 +146,33 @@ TEST_CASE("span_encoder::encode_to writes into caller memory, or refuses", "[pro
   CHECK(std::all_of(small.begin(), small.end(), [](std::byte b) { return b == std::byte{0x5a}; }));
 }
 
+TEST_CASE("a span with text that is not UTF-8 is refused, not sent to be refused",
+          "[protobuf]") {
+  // libprotobuf serializes any bytes into a proto3 string, and every parser (ours too) then
+  // refuses the message: such a span was "sent" and never received.
+  pmrkit::buffer_pool pool;
+  span_encoder encoder(pool);
+  span_parser parser(pool);
+  const auto refused = [&](auto spoil, const char* field) {
+    span s = example_span();
+    spoil(s);
+    INFO(field);
+    CHECK_THROWS_WITH(encoder.encode(s),
+                      Catch::Contains(field) && Catch::Contains("is not valid UTF-8"));
+    CHECK_THROWS_AS(serialize(s, std::pmr::new_delete_resource()), std::invalid_argument);
+  };
+  refused([](span& s) { s.name = "caf\xe9"; }, "name");
+  refused([](span& s) { s.service = "\xc0\xaf"; }, "service");  // an overlong "/"
+  refused([](span& s) { s.tags["k"] = "\xed\xa0\x80"; }, "tags");  // a surrogate
+  refused([](span& s) { s.metrics.at(0).unit = "\xff"; }, "metric unit");
+  refused([](span& s) { s.metrics.at(0).tags["\x80"] = "v"; }, "metric tags");
+  // Text in UTF-8 goes through and comes back.
+  span fine = example_span();
+  fine.name = "caf\xc3\xa9 \xe2\x82\xac";
+  const pmrkit::byte_buffer bytes = encoder.encode(fine);
+  CHECK(parser.parse_copy(bytes.span()) == std::optional<span>(fine));
+}
+
 TEST_CASE("span_view reads the parsed span in place", "[protobuf]") {
   pmrkit::buffer_pool pool;
   span_encoder encoder(pool);

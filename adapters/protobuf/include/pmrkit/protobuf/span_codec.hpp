@@ -45,7 +45,9 @@ inline constexpr std::size_t max_datagram_payload = 65507;
 
 // Serializes one span into a new buffer whose storage comes from `resource`, through a
 // message built on an arena that also allocates from `resource`: everything per call, as
-// code without reuse does. Prefer span_encoder on a hot path.
+// code without reuse does. Prefer span_encoder on a hot path. Like every encoder below, throws
+// std::invalid_argument, naming the field, for text that is not UTF-8 (SSF's strings are
+// protobuf strings, which every parser refuses otherwise).
 byte_buffer serialize(const span& s, std::pmr::memory_resource* resource);
 
 class span_encoder {
