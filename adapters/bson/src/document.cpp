@@ -5,9 +5,11 @@
 #include <array>
 #include <charconv>
 #include <climits>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <limits>
 #include <memory>
 #include <new>
 #include <stdexcept>
@@ -260,6 +262,13 @@ std::array<char, regex_option_letters.size() + 1> sorted_regex_options(std::stri
 document::document(std::pmr::memory_resource* resource, std::size_t initial_capacity)
     : resource_(resource) {
   if (resource == nullptr) throw std::invalid_argument("pmrkit::bson::document: null resource");
+  // libbson takes a buffer of at most INT32_MAX bytes; asking first spares the allocation.
+  if (initial_capacity > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
+    throw std::length_error("pmrkit::bson::document: initial_capacity " +
+                            std::to_string(initial_capacity) + " is more than a BSON document "
+                            "may hold (at most " +
+                            std::to_string(std::numeric_limits<std::int32_t>::max()) +
+                            " bytes)");
   impl_allocator alloc(resource);
   impl* d = alloc.new_object<impl>(resource);
   try {

@@ -62,9 +62,13 @@ compressor_pool::lease compressor_pool::acquire() {
       ++state_->reused;
       return lease(this, std::move(c));
     }
+  }
+  compressor made(resource_, options_);  // built outside the lock; counted once it exists
+  {
+    std::lock_guard lock(state_->mutex);
     ++state_->created;
   }
-  return lease(this, compressor(resource_, options_));  // built outside the lock
+  return lease(this, std::move(made));
 }
 
 void compressor_pool::give_back(compressor&& c) noexcept {

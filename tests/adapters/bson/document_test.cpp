@@ -153,6 +153,17 @@ TEST_CASE("document storage comes from its resource and all of it goes back", "[
   CHECK(counted.stats().blocks_in_use() == 0);
 }
 
+TEST_CASE("an initial capacity past what BSON holds is refused before any allocation",
+          "[bson][document]") {
+  // It allocated the 2 GiB first, then libbson refused the buffer with a message naming
+  // neither the value nor the bound.
+  pmrkit::counting_resource counted(std::pmr::new_delete_resource());
+  CHECK_THROWS_WITH(document(&counted, std::size_t{1} << 31),
+                    Catch::Contains("initial_capacity 2147483648") &&
+                        Catch::Contains("at most 2147483647 bytes"));
+  CHECK(counted.stats().allocations == 0);
+}
+
 TEST_CASE("a nested document opens the child storage once and reuses it", "[bson][document]") {
   pmrkit::counting_resource counted(std::pmr::new_delete_resource());
   document d(&counted);

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <new>
 #include <thread>
 #include <vector>
 
@@ -10,10 +11,22 @@
 #include "pmrkit/counting_resource.hpp"
 #include "pmrkit/zstd/compressor.hpp"
 #include "pmrkit/zstd/decompressor.hpp"
+#include "test_resources.hpp"
 #include "zstd_test_support.hpp"
 
 using pmrkit::zstd::compressor_pool;
 using bytes = std::vector<std::byte>;
+
+TEST_CASE("a context that could not be built is not counted as created", "[zstd][pool]") {
+  pmrkit::test::failing_resource failing(std::pmr::new_delete_resource());
+  compressor_pool pool(&failing, {}, 2);
+  failing.allow(0);  // every context from now on fails to be built
+  for (int i = 0; i < 3; ++i) CHECK_THROWS_AS(pool.acquire(), std::bad_alloc);
+  CHECK(pool.stats().created == 0);
+  failing.allow_all();
+  { auto lease = pool.acquire(); }
+  CHECK(pool.stats().created == 1);
+}
 
 TEST_CASE("a pool reuses its contexts and keeps at most max_idle", "[zstd][pool]") {
   pmrkit::counting_resource counted(std::pmr::new_delete_resource());

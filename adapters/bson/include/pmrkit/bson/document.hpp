@@ -31,6 +31,8 @@ class document {
   // Nested documents and arrays this encoder can have open at once.
   static constexpr std::size_t max_depth = 15;
 
+  // Throws std::invalid_argument for a null resource, std::length_error, allocating nothing,
+  // for an initial_capacity above INT32_MAX (the most a BSON document may hold).
   explicit document(std::pmr::memory_resource* resource = std::pmr::get_default_resource(),
                     std::size_t initial_capacity = 256);
   document(document&& other) noexcept;
@@ -54,7 +56,9 @@ class document {
   document& append_decimal128(std::string_view key, const decimal128& value);
   // A regular expression: `pattern` may not contain NUL (std::invalid_argument); `options` is
   // any of the letters i, l, m, s, u, x (anything else throws), written sorted and once each,
-  // as libbson and pymongo write them ("xi" is written "ix").
+  // as libbson and pymongo write them ("xi" is written "ix"). The one append that takes
+  // global-heap memory: libbson builds the sorted options in a string of its own (bson_malloc,
+  // four small blocks, freed before it returns; global_allocator.hpp routes them too).
   document& append_regex(std::string_view key, std::string_view pattern,
                          std::string_view options = {});
   document& append_timestamp(std::string_view key, const timestamp& value);

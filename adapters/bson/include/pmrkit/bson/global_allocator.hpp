@@ -10,7 +10,12 @@
 //   * create it before any libbson object exists and destroy it after the last is gone: memory
 //     allocated under one allocator must not be freed under the other;
 //   * the resource must be thread-safe if libbson is used from several threads, and must
-//     outlive the scope.
+//     outlive the scope;
+//   * libbson cannot report a failed allocation: it aborts the process ("Failure to allocate
+//     memory in bson_malloc0()"). A resource that throws std::bad_alloc under this scope is
+//     answered with a null block, so libbson aborts then; give it one that does not run out
+//     (one backed by the process heap, or with room to spare). The document's own buffers do
+//     not go through this table and report a failure as std::bad_alloc, as everywhere else.
 // libbson's free and realloc get no size, so each block carries a 16-byte header holding it.
 #pragma once
 
