@@ -1,5 +1,6 @@
 #include "pmrkit/bson/op_compressed.hpp"
 
+#include <algorithm>
 #include <climits>
 #include <cstring>
 #include <stdexcept>
@@ -107,12 +108,15 @@ op_compressed_header read_op_compressed_header(std::span<const std::byte> messag
   if (h.original_opcode == op_compressed) {
     malformed("originalOpcode is 2012 itself: OP_COMPRESSED cannot be nested");
   }
-  if (h.uncompressed_size < 0 ||
-      static_cast<std::size_t>(h.uncompressed_size) > max_message_bytes - header_size) {
+  // The unwrapped message's messageLength is an int32 as well, whatever the caller allows.
+  const std::size_t most_bytes =
+      std::min(max_message_bytes, static_cast<std::size_t>(INT32_MAX)) - header_size;
+  if (h.uncompressed_size < 0 || static_cast<std::size_t>(h.uncompressed_size) > most_bytes) {
     throw message_too_large("OP_COMPRESSED: uncompressedSize " +
                             std::to_string(h.uncompressed_size) + " is out of range: allowed 0.." +
-                            std::to_string(max_message_bytes - header_size) +
-                            " (the maximum message size less the 16-byte header)");
+                            std::to_string(most_bytes) +
+                            " (the maximum message size, at most 2^31 - 1, less the 16-byte "
+                            "header)");
   }
   return h;
 }

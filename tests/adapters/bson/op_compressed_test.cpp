@@ -236,6 +236,13 @@ TEST_CASE("every inconsistent OP_COMPRESSED field is rejected", "[bson][op_compr
   put_i32(m.data() + 20, i32_at(good.data() + 20) + 10);  // claims more than the payload holds
   expect(m, "holds");
   CHECK_THROWS_AS(unwrap(good, good.size() - 1), message_too_large);
+  // With no limit of the caller's, the unwrapped messageLength (16 + uncompressedSize) must
+  // still fit its int32: INT32_MAX - 10 would have wrapped it negative.
+  m = good;
+  put_i32(m.data() + 20, INT32_MAX - 10);
+  CHECK_THROWS_AS(pmrkit::bson::read_op_compressed_header(m, SIZE_MAX), message_too_large);
+  put_i32(m.data() + 20, INT32_MAX - 16);
+  CHECK(pmrkit::bson::read_op_compressed_header(m, SIZE_MAX).uncompressed_size == INT32_MAX - 16);
 }
 
 TEST_CASE("compressorId 0 (noop) carries the body as it is, with no compressor called",

@@ -94,7 +94,8 @@ std::size_t wrap_op_compressed(std::span<const std::byte> message, std::uint8_t 
 
 // Reads and checks the fixed part of an OP_COMPRESSED message: at least 25 bytes,
 // messageLength equal to message.size() and at most max_message_bytes, opCode 2012, an
-// originalOpcode other than 2012, uncompressedSize from 0 to max_message_bytes - 16. Throws
+// originalOpcode other than 2012, uncompressedSize from 0 to max_message_bytes - 16 (and at
+// most INT32_MAX - 16, since the unwrapped message's messageLength is an int32). Throws
 // wire_format_error or message_too_large.
 op_compressed_header read_op_compressed_header(
     std::span<const std::byte> message, std::size_t max_message_bytes = default_max_message_bytes);
