@@ -81,22 +81,12 @@ namespace {
 
 // Refuses the small requests a pool's chunk list grows by (libstdc++ 12: 192 bytes for a
 // list's first storage) while `refusing`, and every request while `refusing_all`.
-class list_refusing_resource final : public std::pmr::memory_resource {
- public:
+struct list_refusing {
   bool refusing = true;
   std::atomic<bool> refusing_all{false};
-
- private:
-  void* do_allocate(std::size_t bytes, std::size_t alignment) override {
-    if (refusing_all.load() || (refusing && bytes <= 512)) throw std::bad_alloc();
-    return std::pmr::new_delete_resource()->allocate(bytes, alignment);
-  }
-  void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override {
-    std::pmr::new_delete_resource()->deallocate(p, bytes, alignment);
-  }
-  bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
-    return this == &other;
-  }
+  pmrkit::test::refusing_resource upstream{[this](std::size_t bytes, std::size_t) {
+    return refusing_all.load() || (refusing && bytes <= 512);
+  }};
 };
 
 }  // namespace
@@ -107,8 +97,8 @@ TEMPLATE_TEST_CASE("aligned_pool: many size classes failing their first chunk li
   // Each size class whose first chunk list cannot grow needs the reserve's stand-in storage;
   // more classes than the eight slots in the object used to reach libstdc++'s defect (a crash).
   // A size that shares a pool with one that failed before, or one past the pools, is served.
-  list_refusing_resource upstream;
-  pmrkit::counting_resource counted(&upstream);
+  list_refusing refusal;
+  pmrkit::counting_resource counted(&refusal.upstream);
   {
     std::pmr::pool_options options;
     options.largest_required_pool_block = 1 << 20;
@@ -124,7 +114,7 @@ TEMPLATE_TEST_CASE("aligned_pool: many size classes failing their first chunk li
     }
     CHECK(refused > 8);
     for (const auto& [p, bytes] : served) pool.deallocate(p, bytes, 8);
-    upstream.refusing = false;
+    refusal.refusing = false;
     pmrkit::test::check_usable(pool, 48, 8);
     pmrkit::test::check_usable(pool, 4096, 8);
   }
@@ -135,17 +125,17 @@ TEST_CASE("aligned_pool: a thread that exits while upstream fails does not end t
           "[aligned_pool]") {
   // At thread exit libstdc++ moves the thread's chunks into the shared pools, asking upstream
   // for list storage in a function that cannot throw: a failure there called std::terminate.
-  list_refusing_resource upstream;
-  upstream.refusing = false;
-  pmrkit::counting_resource counted(&upstream);
+  list_refusing refusal;
+  refusal.refusing = false;
+  pmrkit::counting_resource counted(&refusal.upstream);
   {
     pmrkit::aligned_sync_pool_resource pool({}, &counted);
     void* kept = nullptr;
     std::thread([&] {
       kept = pool.allocate(8, 8);
-      upstream.refusing_all = true;
+      refusal.refusing_all = true;
     }).join();
-    upstream.refusing_all = false;
+    refusal.refusing_all = false;
     pool.deallocate(kept, 8, 8);
     pmrkit::test::check_usable(pool, 8, 8);
   }

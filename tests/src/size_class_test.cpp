@@ -773,25 +773,13 @@ TEMPLATE_TEST_CASE("size_class: the caches' slots come from upstream and go back
   CHECK(upstream.stats().bytes_in_use == 0);
 }
 
-namespace {
-// Serves chunks (4 KiB and up) and refuses anything smaller, such as a cache's slots.
-class chunks_only_resource final : public std::pmr::memory_resource {
-  void* do_allocate(std::size_t bytes, std::size_t alignment) override {
-    if (bytes < 4096) throw std::bad_alloc();
-    return std::pmr::new_delete_resource()->allocate(bytes, alignment);
-  }
-  void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override {
-    std::pmr::new_delete_resource()->deallocate(p, bytes, alignment);
-  }
-  bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
-    return this == &other;
-  }
-};
-}  // namespace
 
 TEMPLATE_TEST_CASE("size_class: an upstream that refuses the slots leaves the pool uncached",
                    "[size_class]", size_class_resource, size_class_unsync_resource) {
-  chunks_only_resource chunks_only;
+  // Serves chunks (4 KiB and up) and refuses anything smaller, such as a cache's slots.
+  pmrkit::test::refusing_resource chunks_only([](std::size_t bytes, std::size_t) {
+    return bytes < 4096;
+  });
   pmrkit::counting_resource upstream(&chunks_only);
   TestType r({}, &upstream);
   std::vector<void*> blocks;

@@ -4,9 +4,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <limits>
 #include <memory_resource>
+#include <new>
+#include <utility>
 
 #include "pmrkit/counting_resource.hpp"
 
@@ -41,6 +44,29 @@ class failing_resource final : public std::pmr::memory_resource {
   std::size_t allowed_;
   std::size_t succeeded_ = 0;
   std::size_t failures_ = 0;
+};
+
+// Throws std::bad_alloc for the requests `refuses(bytes, alignment)` picks and takes the others
+// from the process heap (new_delete_resource): an upstream that refuses some requests and not
+// others (a chunk list's storage, a cache's slots). Thread-safe if `refuses` is.
+class refusing_resource final : public std::pmr::memory_resource {
+ public:
+  explicit refusing_resource(std::function<bool(std::size_t, std::size_t)> refuses)
+      : refuses_(std::move(refuses)) {}
+
+ private:
+  void* do_allocate(std::size_t bytes, std::size_t alignment) override {
+    if (refuses_(bytes, alignment)) throw std::bad_alloc();
+    return std::pmr::new_delete_resource()->allocate(bytes, alignment);
+  }
+  void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override {
+    std::pmr::new_delete_resource()->deallocate(p, bytes, alignment);
+  }
+  bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
+    return this == &other;
+  }
+
+  std::function<bool(std::size_t, std::size_t)> refuses_;
 };
 
 // Writes a pattern derived from `seed` over the block; check_pattern() reports whether it is
