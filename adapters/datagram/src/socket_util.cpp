@@ -64,7 +64,7 @@ std::uint16_t bound_port(int fd) {
 bool wait_readable(int fd, int wake_fd, std::chrono::milliseconds timeout) {
   using clock = std::chrono::steady_clock;
   const bool forever = timeout.count() < 0;
-  const auto deadline = clock::now() + (forever ? std::chrono::milliseconds(0) : timeout);
+  const auto deadline = later_by(clock::now(), forever ? std::chrono::milliseconds(0) : timeout);
   pollfd fds[2] = {{fd, POLLIN, 0}, {wake_fd, POLLIN, 0}};
   const nfds_t count = wake_fd >= 0 ? 2 : 1;
   for (;;) {

@@ -22,6 +22,16 @@ peer_address parse_address(const std::string& address, std::uint16_t port);
 
 using pmrkit::datagram::unique_fd;
 
+// `from` plus `duration`, or the latest time the clock holds when the sum would not fit: a
+// timeout of milliseconds::max() means a very long time, not an overflow into the past.
+inline std::chrono::steady_clock::time_point later_by(std::chrono::steady_clock::time_point from,
+                                                      std::chrono::milliseconds duration) {
+  using clock = std::chrono::steady_clock;
+  const auto room =
+      std::chrono::duration_cast<std::chrono::milliseconds>(clock::time_point::max() - from);
+  return duration >= room ? clock::time_point::max() : from + duration;
+}
+
 // Sets SO_RCVBUF to `bytes`, retrying with SO_RCVBUFFORCE when the kernel capped it.
 void set_receive_buffer(int fd, std::size_t bytes, std::string_view where);
 std::size_t receive_buffer_size(int fd);

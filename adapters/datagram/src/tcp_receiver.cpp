@@ -11,7 +11,10 @@
 #include <compare>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <optional>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "pmrkit/datagram/errors.hpp"
@@ -90,9 +93,11 @@ const tcp_receiver_options& checked(const tcp_receiver_options& options) {
 
 struct tcp_receiver::impl {
   struct connection {
-    connection(int descriptor, const peer_address& from, std::uint64_t number, buffer_pool& pool,
-               const framer_options& framing, clock::time_point now)
-        : fd(descriptor), peer(from), host(host_of(from)), id(number), framer(pool, framing),
+    // Takes the descriptor only as its first member is made: if making the connection fails
+    // before that (no memory for it), the caller's unique_fd still closes it.
+    connection(detail::unique_fd&& descriptor, const peer_address& from, std::uint64_t number,
+               buffer_pool& pool, const framer_options& framing, clock::time_point now)
+        : fd(std::move(descriptor)), peer(from), host(host_of(from)), id(number), framer(pool, framing),
           last_active(now) {}
     detail::unique_fd fd;
     peer_address peer;
@@ -116,6 +121,8 @@ struct tcp_receiver::impl {
   int resume_accepting_within(int timeout_ms);
   std::size_t service(connection& c, tcp_frame_handler& handler);
   void ended(connection& c);
+  void admit(detail::unique_fd&& owned, const peer_address& peer);
+  void schedule_idle_check(clock::time_point from);
   void close(connection& c);
   int idle_check_within(int timeout_ms) const;
   void close_idle();
@@ -213,18 +220,48 @@ void tcp_receiver::impl::accept_ready() {
       closed.add();
       continue;  // `owned` closes it
     }
-    auto c = std::make_unique<connection>(owned.release(), peer, next_id++, pool, framing, now);
-    c->index = connections.size();
-    watch(c->fd.get(), c.get());
-    const host_key host = c->host;
-    connections.push_back(std::move(c));
-    open.set(connections.size());
-    ++connections_per_host[host];  // last: if it throws, close() finds no count to take back
-    if (options.idle_timeout.count() > 0) {
-      const clock::time_point due = now + options.idle_timeout;
-      if (!next_idle_check || due < *next_idle_check) next_idle_check = due;
-    }
+    admit(std::move(owned), peer);
   }
+}
+
+// Makes the accepted connection one of the receiver's. Whatever may fail (memory for the
+// connection, its peer's count or the set's room; the epoll registration) happens before
+// anything is changed, and a failure closes this connection alone and counts it closed, so
+// that accepted = closed + open and the per-peer counts hold. Out of memory is then passed on.
+void tcp_receiver::impl::admit(detail::unique_fd&& owned, const peer_address& peer) {
+  std::unique_ptr<connection> c;
+  std::map<host_key, std::size_t>::iterator held;
+  bool new_entry = false;
+  const auto undo = [&] {
+    if (new_entry) connections_per_host.erase(held);
+    c.reset();  // closes the descriptor, if the connection took it (else `owned` does)
+    closed.add();
+  };
+  try {
+    c = std::make_unique<connection>(std::move(owned), peer, next_id++, pool, framing, now);
+    connections.reserve(connections.size() + 1);
+    std::tie(held, new_entry) = connections_per_host.try_emplace(c->host, 0);
+    watch(c->fd.get(), c.get());
+  } catch (const socket_error&) {  // the kernel would not watch it: this connection only
+    undo();
+    accept_failures.add();
+    return;
+  } catch (...) {
+    undo();
+    throw;
+  }
+  ++held->second;
+  c->index = connections.size();
+  connections.push_back(std::move(c));  // room reserved: does not throw
+  open.set(connections.size());
+  schedule_idle_check(now);
+}
+
+void tcp_receiver::impl::schedule_idle_check(clock::time_point from) {
+  const std::chrono::milliseconds timeout = receiver.options_.idle_timeout;
+  if (timeout.count() == 0) return;
+  const clock::time_point due = detail::later_by(from, timeout);
+  if (!next_idle_check || due < *next_idle_check) next_idle_check = due;
 }
 
 void tcp_receiver::impl::pause_accepting() {
@@ -279,7 +316,7 @@ void tcp_receiver::impl::close_idle() {
   // Backwards: close() moves the last connection into the closed one's place.
   for (std::size_t i = connections.size(); i-- > 0;) {
     connection& c = *connections[i];
-    const clock::time_point due = c.last_active + timeout;
+    const clock::time_point due = detail::later_by(c.last_active, timeout);
     if (due <= now) {
       idle_closed.add();
       close(c);

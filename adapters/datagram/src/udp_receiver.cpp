@@ -40,9 +40,12 @@ buffer_pool_options pool_options_for(const udp_receiver_options& options) {
 
 }  // namespace
 
+// pool_options_for reads max_datagram_size, so it takes the options checked first (the order
+// in which a call's arguments are made is unspecified).
 udp_receiver::udp_receiver(const udp_receiver_options& options, std::pmr::memory_resource* resource)
-    : udp_receiver(checked(options),
-                   std::make_unique<buffer_pool>(resource, pool_options_for(options)), nullptr) {}
+    : udp_receiver(options,
+                   std::make_unique<buffer_pool>(resource, pool_options_for(checked(options))),
+                   nullptr) {}
 
 udp_receiver::udp_receiver(const udp_receiver_options& options, buffer_pool& pool)
     : udp_receiver(checked(options), nullptr, &pool) {}
@@ -109,6 +112,9 @@ std::size_t udp_receiver::poll_once(std::chrono::milliseconds timeout, datagram_
 
 std::uint64_t udp_receiver::run(datagram_handler handler) {
   std::uint64_t delivered = 0;
+  // What a handler that threw left of its batch goes first, as poll_once hands it on: waiting
+  // first would hold it until the next datagram arrived.
+  if (pending_begin_ < pending_end_) delivered += deliver_pending(handler);
   while (!stop_requested()) {
     if (!socket_.wait(std::chrono::milliseconds(-1), wake_fd_.get())) continue;
     for (int i = 0; i < batches_between_stop_checks && !stop_requested(); ++i) {

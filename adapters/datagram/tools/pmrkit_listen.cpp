@@ -276,6 +276,13 @@ class listener {
 int listen(const arguments& args, std::pmr::memory_resource* strategy) {
   using namespace pmrkit::datagram;
   pmrkit::counting_resource counted(strategy);
+  // The TCP receiver runs on a thread of its own: a strategy that is not thread-safe
+  // (std_unsync_pool, size_class_unsync, ...) gets a second instance for it.
+  std::unique_ptr<std::pmr::memory_resource> tcp_strategy;
+  if (args.udp_port && args.tcp_port && !pmrkit::describe_strategy(args.strategy).thread_safe)
+    tcp_strategy = pmrkit::make_resource(args.strategy);
+  pmrkit::counting_resource tcp_counted(tcp_strategy ? tcp_strategy.get() : strategy);
+  pmrkit::counting_resource& for_tcp = tcp_strategy ? tcp_counted : counted;
   udp_receiver_stats udp_stats;
   tcp_receiver_stats tcp_stats;
   listener shared(args);
@@ -283,7 +290,7 @@ int listen(const arguments& args, std::pmr::memory_resource* strategy) {
     std::optional<udp_receiver> udp;
     std::optional<tcp_receiver> tcp;
     if (args.udp_port) udp.emplace(args.udp, &counted);
-    if (args.tcp_port) tcp.emplace(args.tcp, &counted);
+    if (args.tcp_port) tcp.emplace(args.tcp, &for_tcp);
     shared.attach(udp ? &*udp : nullptr, tcp ? &*tcp : nullptr);
     if (tcp) {
       tcp->set_error_handler([](const connection_error& e) {
@@ -345,7 +352,13 @@ int listen(const arguments& args, std::pmr::memory_resource* strategy) {
     if (tcp) tcp_stats = tcp->stats();
     if (failure) std::rethrow_exception(failure);
   }
-  const pmrkit::allocation_stats memory = counted.stats();
+  pmrkit::allocation_stats memory = counted.stats();
+  if (tcp_strategy) {
+    const pmrkit::allocation_stats more = tcp_counted.stats();
+    memory.allocations += more.allocations;
+    memory.bytes_allocated += more.bytes_allocated;
+    memory.bytes_in_use += more.bytes_in_use;
+  }
   std::string summary =
       "pmrkit-listen: received " + count_of(shared.handled(), "message", "messages");
   if (args.udp_port && args.tcp_port) {

@@ -251,6 +251,15 @@ TEST_CASE("tcp_receiver closes and counts a connection idle for idle_timeout", "
   CHECK(cut.closed_by_peer());
 }
 
+TEST_CASE("tcp_receiver with the longest idle_timeout never closes for idleness", "[tcp]") {
+  // now + idle_timeout overflowed into the past, and every connection was idle at once.
+  tcp_receiver rx({.idle_timeout = std::chrono::milliseconds::max()});
+  tcp_client quiet(rx.local_port());
+  for (int i = 0; i < 3; ++i) rx.poll_once(20ms, [](tcp_frame&) {});
+  CHECK(rx.open_connections() == 1);
+  CHECK(rx.stats().idle_closed == 0);
+}
+
 // Lowers the soft descriptor limit to what is open now, and restores it when destroyed.
 class descriptor_limit_guard {
  public:

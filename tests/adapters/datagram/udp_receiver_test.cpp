@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <set>
@@ -184,6 +185,53 @@ TEST_CASE("udp_receiver::stop interrupts a long poll_once wait", "[udp][concurre
   CHECK(waiting.get() == 0);
 }
 
+TEST_CASE("udp_receiver::poll_once with the longest timeout waits, not returns at once",
+          "[udp][concurrent]") {
+  // now + milliseconds::max() overflowed into the past: the wait ended before it began.
+  udp_receiver rx;
+  std::atomic<bool> stopping{false};
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(100ms);
+    stopping = true;
+    rx.stop();
+  });
+  CHECK(rx.poll_once(std::chrono::milliseconds::max(), [](datagram&) {}) == 0);
+  CHECK(stopping.load());  // it returned because of stop(), not before
+  stopper.join();
+}
+
+TEST_CASE("udp_receiver::run hands on what a throwing handler left before it waits",
+          "[udp][concurrent]") {
+  // run() waited for the socket first, so the rest of the batch waited for a new datagram.
+  udp_receiver rx({.batch_size = 16});
+  udp_sender tx(rx.local_port());
+  for (int i = 0; i < 3; ++i) REQUIRE(tx.send(message(i)));
+  std::this_thread::sleep_for(50ms);  // let all three queue, so one batch holds them
+  CHECK_THROWS_AS(rx.run([](datagram&) { throw std::runtime_error("handler failed"); }),
+                  std::runtime_error);
+  std::vector<std::string> got;
+  std::atomic<bool> late_sent{false};
+  // Should run() wait anyway, a late datagram, then stop(), end it: the test fails, not hangs.
+  std::thread watchdog([&] {
+    std::this_thread::sleep_for(2s);
+    late_sent = true;
+    tx.send("late");
+    std::this_thread::sleep_for(1s);
+    rx.stop();
+  });
+  rx.run([&](datagram& d) {
+    got.push_back(as_string(d.bytes()));
+    if (got.size() == 2) {
+      CHECK_FALSE(late_sent.load());
+      rx.stop();
+    }
+  });
+  watchdog.join();
+  REQUIRE(got.size() == 2);
+  CHECK(got[0] == message(1));
+  CHECK(got[1] == message(2));
+}
+
 TEST_CASE("udp_receiver::receive_batch does not wait when nothing is queued", "[udp]") {
   udp_receiver rx;
   CHECK(rx.receive_batch([](datagram&) { FAIL("no datagram was sent"); }) == 0);
@@ -252,6 +300,9 @@ TEST_CASE("udp_receiver rejects bad options with a message saying what is allowe
                        Catch::Matchers::Message(
                            "max_datagram_size 0 is out of range; allowed: 1..65536 bytes"));
   CHECK_THROWS_AS(udp_receiver({.max_datagram_size = 70000}), invalid_option);
+  // Checked before anything reads it: the pool's bucket was sized from it first (bit_ceil of
+  // 2^63 + 1, undefined behaviour that UBSan reports).
+  CHECK_THROWS_AS(udp_receiver({.max_datagram_size = (std::size_t{1} << 63) + 1}), invalid_option);
   CHECK_THROWS_AS(udp_receiver({.batch_size = 0}), invalid_option);
   CHECK_THROWS_WITH(udp_receiver({.address = "localhost"}),
                     Catch::Matchers::Contains("not a numeric IPv4 or IPv6 address"));

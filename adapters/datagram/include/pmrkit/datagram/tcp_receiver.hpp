@@ -65,7 +65,8 @@ struct tcp_receiver_stats {
   std::uint64_t cut_at_close = 0;          // connections that ended inside a frame (closed or
                                            // reset)
   std::uint64_t accept_failures = 0;       // accept() found no descriptor or memory; accepting
-                                           // then pauses 100 ms (the connection waits queued)
+                                           // then pauses 100 ms (the connection waits queued).
+                                           // Also a connection epoll would not watch (closed)
   std::uint64_t connections_reset = 0;     // ended by the peer with a reset (RST) or an error
   std::uint64_t idle_closed = 0;           // closed after sending nothing for idle_timeout
 };
