@@ -97,7 +97,11 @@ struct tcp_receiver::impl {
     // before that (no memory for it), the caller's unique_fd still closes it.
     connection(detail::unique_fd&& descriptor, const peer_address& from, std::uint64_t number,
                buffer_pool& pool, const framer_options& framing, clock::time_point now)
-        : fd(std::move(descriptor)), peer(from), host(host_of(from)), id(number), framer(pool, framing),
+        : fd(std::move(descriptor)),
+          peer(from),
+          host(host_of(from)),
+          id(number),
+          framer(pool, framing),
           last_active(now) {}
     detail::unique_fd fd;
     peer_address peer;
