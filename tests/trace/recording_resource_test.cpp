@@ -131,6 +131,7 @@ class failing_sink final : public pmrkit::trace_sink {
 
 namespace {
 pmrkit::recording_resource* thread_exit_recorder = nullptr;
+void* kept_by_exited_thread = nullptr;
 }  // namespace
 
 TEST_CASE("recording_resource records a thread_local container freed as its thread ends",
@@ -146,9 +147,10 @@ TEST_CASE("recording_resource records a thread_local container freed as its thre
       // the hook has run (thread_locals go in the reverse order of their construction).
       thread_local std::pmr::vector<int> late(thread_exit_recorder);
       for (int i = 0; i < 1000; ++i) late.push_back(i);
-      (void)thread_exit_recorder->allocate(8, 8);  // never freed: live at the end
+      kept_by_exited_thread = thread_exit_recorder->allocate(8, 8);  // live at the end
     }).join();
     recorder.finish();
+    recorder.deallocate(kept_by_exited_thread, 8, 8);  // after the recording: forwarded only
   }
   const auto trace = pmrkit::trace::parse_pmrkit_stream(sink.stream);
   CHECK(trace.unpaired_frees == 0);
