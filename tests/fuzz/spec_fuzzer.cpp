@@ -25,9 +25,12 @@ using pmrkit::fuzz::broken;
 __extension__ typedef unsigned __int128 wide;  // wide enough that no size overflows it
 
 // parse_size as documented: digits, then optionally K, M or G (either case) followed by
-// nothing, "B" or "iB"; spaces and tabs around it ignored; false on overflow.
+// nothing, "B" or "iB"; ASCII white space around it (line breaks included) ignored; false on
+// overflow.
 bool reference_size(std::string_view text, std::size_t& out) {
-  const auto space = [](char c) { return c == ' ' || c == '\t'; };
+  const auto space = [](char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+  };
   while (!text.empty() && space(text.front())) text.remove_prefix(1);
   while (!text.empty() && space(text.back())) text.remove_suffix(1);
   wide value = 0;
