@@ -6,10 +6,10 @@
 
 #include <chrono>
 #include <cstddef>
-#include <filesystem>
 #include <new>
 
 #include "global_heap.hpp"
+#include "open_descriptors.hpp"
 #include "net_test_support.hpp"
 #include "pmrkit/datagram/tcp_receiver.hpp"
 
@@ -21,12 +21,7 @@ using pmrkit::datagram::tcp_receiver;
 using pmrkit::test::net::tcp_client;
 using namespace std::chrono_literals;
 
-std::size_t open_descriptors() {
-  std::size_t count = 0;
-  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/fd"))
-    ++count;
-  return count;
-}
+using pmrkit::test::open_descriptors;
 
 }  // namespace
 

@@ -5,22 +5,17 @@
 #include <catch2/catch.hpp>
 
 #include <cstddef>
-#include <filesystem>
 #include <new>
 
 #include "global_heap.hpp"
+#include "open_descriptors.hpp"
 #include "pmrkit/datagram/udp_receiver.hpp"
 
 namespace {
 
 namespace heap = pmrkit::test::global_heap;
 
-std::size_t open_descriptors() {
-  std::size_t count = 0;
-  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/fd"))
-    ++count;
-  return count;
-}
+using pmrkit::test::open_descriptors;
 
 }  // namespace
 

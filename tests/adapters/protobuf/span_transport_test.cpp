@@ -3,8 +3,6 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
-#include <filesystem>
-#include <iterator>
 #include <new>
 #include <future>
 #include <string>
@@ -15,6 +13,7 @@
 #include "pmrkit/counting_resource.hpp"
 #include "pmrkit/datagram/errors.hpp"
 #include "global_heap.hpp"
+#include "open_descriptors.hpp"
 
 namespace {
 
@@ -130,11 +129,8 @@ TEST_CASE("span_sender whose construction runs out of memory leaves no socket op
   // Its vectors were sized after the socket was made, and a constructor that throws never
   // runs the destructor that closes it.
   namespace heap = pmrkit::test::global_heap;
-  const auto open_descriptors = [] {
-    return std::distance(std::filesystem::directory_iterator("/proc/self/fd"),
-                         std::filesystem::directory_iterator{});
-  };
-  const auto before = open_descriptors();
+  using pmrkit::test::open_descriptors;
+  const std::size_t before = open_descriptors();
   bool failed_once = false;
   for (std::uint64_t n = 1; n < 200; ++n) {
     heap::fail_at(n);
