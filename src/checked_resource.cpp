@@ -293,10 +293,10 @@ void* checked_resource::do_allocate(std::size_t bytes, std::size_t alignment) {
   // Reuse the oldest quarantined block of exactly this shape, once it has waited (a block
   // handed out again at once would hide the commonest double free and write through a stale
   // pointer: free, allocate the same shape, free the stale pointer again) and proves untouched.
-  if (const auto q = s.quarantine_by_shape.find({bytes, alignment});
-      q != s.quarantine_by_shape.end() &&
-      s.has_waited(s.blocks.find(q->second.front())->second)) {
-    const auto it = s.blocks.find(q->second.front());
+  const auto q = s.quarantine_by_shape.find({bytes, alignment});
+  if (const auto it = q == s.quarantine_by_shape.end() ? s.blocks.end()
+                                                        : s.blocks.find(q->second.front());
+      it != s.blocks.end() && s.has_waited(it->second)) {
     block_record& r = it->second;
     s.unquarantine(r);
     if (auto damage = check_freed(r, "it was about to be reused")) {
