@@ -18,6 +18,17 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
+// ASCII only, as the units are.
+bool equal_ignoring_case(std::string_view text, std::string_view lower) noexcept {
+  if (text.size() != lower.size()) return false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i] >= 'A' && text[i] <= 'Z' ? static_cast<char>(text[i] - 'A' + 'a')
+                                                    : text[i];
+    if (c != lower[i]) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 parsed_spec parse_spec(std::string_view spec) {
@@ -76,7 +87,9 @@ bool parse_size(std::string_view text, std::size_t& out) noexcept {
       default: return false;
     }
     suffix.remove_prefix(1);
-    if (!(suffix.empty() || suffix == "iB" || suffix == "B")) return false;
+    // Whatever case the unit came in: "64kb", "64KIB" and "64kiB" are all 64 KiB.
+    if (!(suffix.empty() || equal_ignoring_case(suffix, "ib") || equal_ignoring_case(suffix, "b")))
+      return false;
   }
   if (shift != 0 && value > (max >> shift)) return false;
   out = value << shift;
@@ -157,7 +170,7 @@ std::size_t option_reader::size(std::string_view key) {
   const bool fits = parse_size(*text, value) && value >= option.min && value <= option.max;
   if (!fits || (option.kind == option_kind::power_of_two && (value & (value - 1)) != 0))
     reject(key, "allowed: " + describe_allowed(option) +
-                    (fits ? "" : " (a number, optionally with a K, M or G suffix)"));
+                    (fits ? "" : " (a number, optionally with a K, M or G suffix: 64K, 64KiB)"));
   return value;
 }
 

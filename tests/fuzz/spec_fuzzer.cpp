@@ -6,6 +6,7 @@
 //  - parse_size agrees with a 128-bit reference (no silent overflow);
 //  - a resource made from the spec serves, keeps and frees a few blocks, and gives every
 //    upstream byte back when destroyed.
+#include <cctype>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -24,8 +25,8 @@ namespace {
 using pmrkit::fuzz::broken;
 __extension__ typedef unsigned __int128 wide;  // wide enough that no size overflows it
 
-// parse_size as documented: digits, then optionally K, M or G (either case) followed by
-// nothing, "B" or "iB"; ASCII white space around it (line breaks included) ignored; false on
+// parse_size as documented: digits, then optionally K, M or G followed by nothing, "B" or
+// "iB", all in either case; ASCII white space around it (line breaks included) ignored; false on
 // overflow.
 bool reference_size(std::string_view text, std::size_t& out) {
   const auto space = [](char c) {
@@ -49,7 +50,9 @@ bool reference_size(std::string_view text, std::size_t& out) {
                                                         : 0;
     if (shift == 0) return false;
     suffix.remove_prefix(1);
-    if (!(suffix.empty() || suffix == "B" || suffix == "iB")) return false;
+    std::string tail(suffix);
+    for (char& c : tail) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (!(tail.empty() || tail == "b" || tail == "ib")) return false;
     value <<= shift;
     if (value > SIZE_MAX) return false;
   }

@@ -102,6 +102,14 @@ TEST_CASE("parse_size understands K, M and G and rejects the rest", "[registry]"
   CHECK((pmrkit::detail::parse_size("2M", n) && n == (2u << 20)));
   CHECK((pmrkit::detail::parse_size("1G", n) && n == (1u << 30)));
   CHECK((pmrkit::detail::parse_size("4KiB", n) && n == 4096));
+  // The unit's tail in any case, as people type it.
+  CHECK((pmrkit::detail::parse_size("64kib", n) && n == 65536));
+  CHECK((pmrkit::detail::parse_size("64KB", n) && n == 65536));
+  CHECK((pmrkit::detail::parse_size("8mb", n) && n == (8u << 20)));
+  CHECK((pmrkit::detail::parse_size("1GIB", n) && n == (1u << 30)));
+  CHECK_FALSE(pmrkit::detail::parse_size("64KiBs", n));
+  CHECK_FALSE(pmrkit::detail::parse_size("64kbi", n));
+  CHECK_FALSE(pmrkit::detail::parse_size("64bk", n));
   CHECK_FALSE(pmrkit::detail::parse_size("", n));
   CHECK_FALSE(pmrkit::detail::parse_size("K", n));
   CHECK_FALSE(pmrkit::detail::parse_size("12X", n));
