@@ -293,7 +293,10 @@ void tcp_receiver::impl::close(connection& c) {
   const std::size_t at = c.index;
   const auto held = connections_per_host.find(c.host);
   if (held != connections_per_host.end() && --held->second == 0) connections_per_host.erase(held);
-  // Closing the descriptor also removes it from the epoll set.
+  // Out of the epoll set before the close: closing removes a socket only when no other
+  // descriptor refers to it, and a child forked without exec holds a copy of each, so epoll
+  // would go on reporting the socket, tagged with the connection destroyed below.
+  ::epoll_ctl(epoll_fd.get(), EPOLL_CTL_DEL, c.fd.get(), nullptr);
   std::swap(connections[at], connections.back());
   connections[at]->index = at;
   connections.pop_back();  // destroys c

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -249,6 +250,46 @@ TEST_CASE("tcp_receiver closes and counts a connection idle for idle_timeout", "
   CHECK(rx.open_connections() == 0);
   CHECK(idle.closed_by_peer());
   CHECK(cut.closed_by_peer());
+}
+
+TEST_CASE("tcp_receiver forgets a closed connection that a forked child still holds", "[tcp]") {
+  // A child forked without exec holds a copy of every descriptor, so closing the receiver's
+  // does not end the socket, and epoll would go on reporting it, tagged with the address of the
+  // connection object the close destroyed.
+  tcp_receiver rx({.idle_timeout = 50ms});
+  tcp_client client(rx.local_port());
+  poll_until([&] { return rx.open_connections() == 1; },
+             [&] { rx.poll_once(10ms, [](tcp_frame&) {}); });
+  REQUIRE(rx.open_connections() == 1);
+  int release[2];
+  REQUIRE(::pipe(release) == 0);
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    char byte;
+    ::close(release[1]);
+    (void)!::read(release[0], &byte, 1);  // until the parent closes its end
+    ::_exit(0);
+  }
+  ::close(release[0]);
+  std::vector<std::string> frames;
+  poll_until([&] { return rx.stats().idle_closed == 1; }, [&] {
+    rx.poll_once(20ms, [&](tcp_frame& f) { frames.push_back(as_string(f.bytes())); });
+  });
+  REQUIRE(rx.stats().idle_closed == 1);
+  // The socket is still open in the child: what the client sends now must reach nobody.
+  REQUIRE(client.send("<13>after the close\n"));
+  for (int i = 0; i < 5; ++i)
+    rx.poll_once(20ms, [&](tcp_frame& f) { frames.push_back(as_string(f.bytes())); });
+  ::close(release[1]);
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK(frames.empty());
+  const tcp_receiver_stats s = rx.stats();
+  CHECK(s.frames == 0);
+  CHECK(s.bytes_received == 0);
+  CHECK(s.connections_closed == 1);
+  CHECK(rx.open_connections() == 0);
 }
 
 TEST_CASE("tcp_receiver with the longest idle_timeout never closes for idleness", "[tcp]") {
