@@ -58,6 +58,15 @@ class byte_buffer {
   void append(const void* bytes, std::size_t count);
   void clear() noexcept { size_ = 0; }
 
+  // A copy of this buffer's bytes in new storage, from the same pool (or the same resource),
+  // with room for `extra` bytes more, grown as reserve() grows (so that appends through copies
+  // stay amortised O(1)), for an operation that must leave this buffer exactly as it was,
+  // storage included, if it fails part way: work in the copy, and move it here once nothing
+  // can fail. Throws
+  // std::length_error if size() + extra is past the largest buffer size, and what the pool or
+  // resource throws.
+  byte_buffer copy_with_room(std::size_t extra) const;
+
   // Gives the storage back now (to the pool, or to the resource) and leaves the buffer empty,
   // still bound to the same resource.
   void reset() noexcept;
@@ -73,6 +82,7 @@ class byte_buffer {
               std::size_t capacity) noexcept
       : resource_(resource), pool_(pool), data_(data), capacity_(capacity) {}
   void grow_to(std::size_t capacity);
+  std::size_t growth_target(std::size_t capacity) const noexcept;
 
   std::pmr::memory_resource* resource_ = nullptr;
   buffer_pool* pool_ = nullptr;

@@ -186,7 +186,8 @@ TEST_CASE("failure sweep: OP_COMPRESSED wrap and unwrap", "[failure_sweep][zstd]
         pmrkit::bson::unwrap_op_compressed(w.span(), compressor_id_zstd, *s.d, u);
         require(same_bytes(u.span(), message), "round trip broken after the failure");
       });
-  CHECK(result.surfaced > 2);
+  // At least the wrap's and the unwrap's block (each takes one, for its whole result).
+  CHECK(result.surfaced >= 2);
 }
 #endif
 

@@ -25,19 +25,55 @@ std::string compressor_name(std::uint8_t id) {
   }
 }
 
-// Restores `out` to `size` if the scope is left by an exception.
-class rollback {
+std::string size_disagrees(const op_compressed_header& h, std::size_t produced) {
+  return "uncompressedSize is " + std::to_string(h.uncompressed_size) + " but the " +
+         compressor_name(h.compressor_id) + " payload holds " + std::to_string(produced) +
+         " bytes";
+}
+
+// The most bytes zstd's output for `bytes` of input can take (ZSTD_COMPRESSBOUND in zstd.h),
+// the room wrap_op_compressed leaves for a compressor.
+constexpr std::size_t compressed_room(std::size_t bytes) noexcept {
+  constexpr std::size_t small_input = std::size_t{128} << 10;
+  return bytes + (bytes >> 8) + (bytes < small_input ? (small_input - bytes) >> 11 : 0);
+}
+
+// Where a call's result is written: `out` when it has room for `bytes` more, else a larger
+// copy of it that replaces it only when the call succeeds (commit()), so that a throw leaves
+// `out` as it was, its storage included, not only its size.
+class all_or_nothing {
  public:
-  rollback(byte_buffer& out) : out_(out), size_(out.size()) {}
-  ~rollback() {
-    if (!done_) out_.resize_for_overwrite(size_);
+  all_or_nothing(byte_buffer& out, std::size_t bytes)
+      : out_(out),
+        fits_(out.capacity() - out.size() >= bytes),
+        larger_(fits_ ? byte_buffer() : out.copy_with_room(bytes)),
+        guard_(target()) {}
+  byte_buffer& target() noexcept { return fits_ ? out_ : larger_; }
+  void commit() noexcept {
+    guard_.commit();
+    if (!fits_) out_ = std::move(larger_);
   }
-  void commit() noexcept { done_ = true; }
 
  private:
+  // Restores the target's size if the scope is left by an exception.
+  class rollback {
+   public:
+    explicit rollback(byte_buffer& target) : target_(target), size_(target.size()) {}
+    ~rollback() {
+      if (!done_) target_.resize_for_overwrite(size_);
+    }
+    void commit() noexcept { done_ = true; }
+
+   private:
+    byte_buffer& target_;
+    std::size_t size_;
+    bool done_ = false;
+  };
+
   byte_buffer& out_;
-  std::size_t size_;
-  bool done_ = false;
+  bool fits_;
+  byte_buffer larger_;
+  rollback guard_;
 };
 
 }  // namespace
@@ -55,10 +91,14 @@ std::size_t wrap_op_compressed(std::span<const std::byte> message, std::uint8_t 
   if (original_opcode == op_compressed) {
     malformed("the message to wrap is already OP_COMPRESSED (2012)");
   }
+  const std::span<const std::byte> body = message.subspan(header_size);
   const std::size_t start = out.size();
-  rollback guard(out);
-  out.resize_for_overwrite(start + op_compressed_prefix_size);
-  std::byte* prefix = out.data() + start;
+  all_or_nothing result(out, op_compressed_prefix_size + (compressor_id == compressor_id_noop
+                                                              ? body.size()
+                                                              : compressed_room(body.size())));
+  byte_buffer& target = result.target();
+  target.resize_for_overwrite(start + op_compressed_prefix_size);
+  std::byte* prefix = target.data() + start;
   detail::store_i32(prefix, 0);  // messageLength, below
   std::memcpy(prefix + 4, message.data() + 4, 8);  // requestID and responseTo, as they were
   detail::store_i32(prefix + 12, op_compressed);
@@ -66,17 +106,17 @@ std::size_t wrap_op_compressed(std::span<const std::byte> message, std::uint8_t 
   detail::store_i32(prefix + 20, static_cast<std::int32_t>(message.size() - header_size));
   prefix[24] = static_cast<std::byte>(compressor_id);
   if (compressor_id == compressor_id_noop) {
-    out.append(message.subspan(header_size));
+    target.append(body);
   } else {
-    compress(message.subspan(header_size), out);
+    compress(body, target);
   }
-  const std::size_t total = out.size() - start;
+  const std::size_t total = target.size() - start;
   if (total > max_message_bytes || total > static_cast<std::size_t>(INT32_MAX)) {
     throw message_too_large("OP_COMPRESSED: the wrapped message is " + std::to_string(total) +
                             " bytes, more than the allowed " + std::to_string(max_message_bytes));
   }
-  detail::store_i32(out.data() + start, static_cast<std::int32_t>(total));
-  guard.commit();
+  detail::store_i32(target.data() + start, static_cast<std::int32_t>(total));
+  result.commit();
   return total;
 }
 
@@ -136,29 +176,26 @@ std::size_t unwrap_op_compressed(std::span<const std::byte> message, std::uint8_
     malformed("compressorId " + compressor_name(h.compressor_id) +
               " is not supported: allowed 0 (noop) and " + compressor_name(compressor_id));
   }
+  const bool noop = h.compressor_id == compressor_id_noop;
+  if (noop && payload.size() != uncompressed) malformed(size_disagrees(h, payload.size()));
   const std::size_t start = out.size();
-  rollback guard(out);
-  out.resize_for_overwrite(start + header_size);
-  std::byte* header = out.data() + start;
+  all_or_nothing result(out, header_size + uncompressed);
+  byte_buffer& target = result.target();
+  target.resize_for_overwrite(start + header_size);
+  std::byte* header = target.data() + start;
   detail::store_i32(header, static_cast<std::int32_t>(header_size + uncompressed));
   detail::store_i32(header + 4, h.request_id);
   detail::store_i32(header + 8, h.response_to);
   detail::store_i32(header + 12, h.original_opcode);
-  std::size_t produced;
-  if (h.compressor_id == compressor_id_noop) {
-    out.append(payload);
-    produced = payload.size();
+  if (noop) {
+    target.append(payload);
   } else {
     // The declared size is the hard limit: a frame claiming or producing more is refused
     // before anything is allocated for it.
-    produced = decompress(payload, out, uncompressed);
+    const std::size_t produced = decompress(payload, target, uncompressed);
+    if (produced != uncompressed) malformed(size_disagrees(h, produced));
   }
-  if (produced != uncompressed) {
-    malformed("uncompressedSize is " + std::to_string(uncompressed) + " but the " +
-              compressor_name(h.compressor_id) + " payload holds " + std::to_string(produced) +
-              " bytes");
-  }
-  guard.commit();
+  result.commit();
   return header_size + uncompressed;
 }
 

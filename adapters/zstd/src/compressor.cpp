@@ -125,15 +125,20 @@ std::size_t compressor::compress(std::span<const std::byte> source, byte_buffer&
                             std::to_string(source.size()) + " bytes is more than zstd can "
                             "compress in one frame");
   }
+  // Into the destination when it has room for the worst case, else into a larger copy of it
+  // that replaces it only on success: a failure leaves its storage alone, as decompress does.
   const std::size_t start = destination.size();
-  destination.reserve(start + bound);  // the buffer's own resource; throws leave it unchanged
-  const std::size_t written = ZSTD_compress2(impl_->context, destination.data() + start, bound,
+  const bool fits = destination.capacity() - start >= bound;
+  byte_buffer larger = fits ? byte_buffer() : destination.copy_with_room(bound);
+  byte_buffer& target = fits ? destination : larger;
+  const std::size_t written = ZSTD_compress2(impl_->context, target.data() + start, bound,
                                              source.data(), source.size());
   if (ZSTD_isError(written)) {
     throw error("pmrkit::zstd::compressor::compress: zstd failed: " +
                 detail::error_name(written));
   }
-  destination.commit(written);
+  target.commit(written);
+  if (!fits) destination = std::move(larger);
   return written;
 }
 

@@ -58,20 +58,6 @@ void check_frames(std::span<const std::byte> source) {
   }
 }
 
-byte_buffer copy_with_room(const byte_buffer& destination, std::size_t extra) {
-  if (extra > std::numeric_limits<std::size_t>::max() - destination.size()) {
-    throw std::length_error("pmrkit::zstd::decompressor: " + std::to_string(extra) +
-                            " bytes of output do not fit after the " +
-                            std::to_string(destination.size()) + " in the destination");
-  }
-  const std::size_t capacity = destination.size() + extra;
-  byte_buffer larger = destination.pool() != nullptr
-                           ? destination.pool()->acquire(capacity)
-                           : byte_buffer::make_standalone(destination.resource(), capacity);
-  larger.append(destination.span());
-  return larger;
-}
-
 }  // namespace
 
 struct decompressor::impl {
@@ -245,7 +231,7 @@ std::size_t decompressor::decompress(std::span<const std::byte> source, byte_buf
   // into a larger block that replaces it only on success: a failure leaves its storage alone.
   const std::size_t start = destination.size();
   const bool fits = destination.capacity() - start >= size;
-  byte_buffer larger = fits ? byte_buffer() : copy_with_room(destination, size);
+  byte_buffer larger = fits ? byte_buffer() : destination.copy_with_room(size);
   byte_buffer& target = fits ? destination : larger;
   // A frame that produces more than it declared fails with dstSize_tooSmall.
   const std::size_t produced = ZSTD_decompressDCtx(impl_->context, target.data() + start, size,

@@ -10,6 +10,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "pmrkit/bson/document.hpp"
@@ -176,6 +177,45 @@ TEST_CASE("wrap and unwrap append, and leave the buffer unchanged when they fail
   CHECK_THROWS_AS(pmrkit::bson::unwrap_op_compressed(damaged, test_codec_id, codec, plain),
                   codec_limit_error);  // the codec's own error, passed on as it is
   CHECK(plain.size() == plain_before);
+}
+
+TEST_CASE("a failed wrap or unwrap leaves the buffer's storage where it was",
+          "[bson][op_compressed]") {
+  // Full buffers, so that the result needs more room: a pointer into them stays good.
+  const bytes message = sample_message(5000);
+  xor_codec codec;
+  const auto full = [](const char* text, std::size_t n) {
+    auto b = pmrkit::byte_buffer::make_standalone(std::pmr::new_delete_resource(), n);
+    b.append(text, n);
+    return b;
+  };
+  const auto unchanged = [](const pmrkit::byte_buffer& b, const std::byte* data,
+                            std::size_t capacity, std::string_view text) {
+    CHECK(b.data() == data);
+    CHECK(b.capacity() == capacity);
+    CHECK(std::string_view(reinterpret_cast<const char*>(b.data()), b.size()) == text);
+  };
+  pmrkit::byte_buffer out = full("xy", 2);
+  const std::byte* const out_data = out.data();
+  CHECK_THROWS_AS(pmrkit::bson::wrap_op_compressed(message, test_codec_id, codec, out, 100),
+                  message_too_large);
+  unchanged(out, out_data, 2, "xy");
+
+  pmrkit::byte_buffer wrapped(std::pmr::new_delete_resource());
+  pmrkit::bson::wrap_op_compressed(message, test_codec_id, codec, wrapped);
+  bytes damaged(wrapped.data(), wrapped.data() + wrapped.size());
+  put_i32(damaged.data() + 20, 4000);  // declares less than the payload holds
+  pmrkit::byte_buffer plain = full("abcdefgh", 8);
+  const std::byte* const plain_data = plain.data();
+  CHECK_THROWS_AS(pmrkit::bson::unwrap_op_compressed(damaged, test_codec_id, codec, plain),
+                  codec_limit_error);
+  unchanged(plain, plain_data, 8, "abcdefgh");
+
+  // And a success moves the buffer to storage with room, its bytes kept.
+  CHECK(pmrkit::bson::unwrap_op_compressed(wrapped.span(), test_codec_id, codec, plain) ==
+        message.size());
+  CHECK(bytes(plain.data(), plain.data() + 8) == to_bytes(full("abcdefgh", 8)));
+  CHECK(bytes(plain.data() + 8, plain.data() + plain.size()) == message);
 }
 
 TEST_CASE("messages that cannot be wrapped are refused", "[bson][op_compressed]") {

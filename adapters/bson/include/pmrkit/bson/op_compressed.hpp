@@ -17,7 +17,10 @@
 // compressorId 0 (noop) is handled here and needs no compressor.
 //
 // Pure functions: thread-safe as far as the compressor and buffers passed in are used by one
-// thread. On a throw the output buffer is unchanged. Errors: wire_format_error for framing
+// thread. On a throw the output buffer is exactly as it was, its capacity and storage (data())
+// included: a result that needs more room is written into a larger copy that replaces the
+// buffer on success. (wrap leaves room for zstd's worst case, ZSTD_compressBound; a compressor
+// that writes more grows the buffer it is given.) Errors: wire_format_error for framing
 // that is wrong (lengths, opcodes, compressor id, a payload that does not decompress to
 // exactly uncompressedSize bytes), message_too_large beyond max_message_bytes, and what the
 // compressor or decompressor throws, passed on as it is.

@@ -46,7 +46,8 @@ class compressor {
 
   // Appends a zstd frame holding `source` (its content size recorded in the frame header) to
   // `destination` and returns the frame's size. Throws what destination's resource throws, and
-  // pmrkit::zstd::error if zstd fails; on a throw destination is unchanged.
+  // pmrkit::zstd::error if zstd fails; on a throw destination is exactly as it was, its
+  // capacity and storage (data()) included.
   std::size_t compress(std::span<const std::byte> source, byte_buffer& destination);
 
   // Bytes of memory this compressor holds from its resource; constant for its lifetime.
