@@ -314,6 +314,46 @@ TEST_CASE("sizes beyond what a buffer can hold are length errors, not allocation
   CHECK(a.counting.stats().allocations == 1);
 }
 
+TEST_CASE("copy_with_room copies into new storage from the same source and leaves the original",
+          "[byte_buffer]") {
+  accounting a;
+  {
+    auto buffer = byte_buffer::make_standalone(&a.counting, 100);
+    const auto contents = pattern(100);
+    buffer.append(contents);
+    std::byte* const storage = buffer.data();
+    byte_buffer copy = buffer.copy_with_room(50);
+    CHECK(holds(copy, contents));
+    CHECK(copy.capacity() >= 150);
+    CHECK(copy.data() != storage);
+    CHECK(copy.resource() == &a.counting);
+    CHECK(copy.pool() == nullptr);
+    CHECK(buffer.data() == storage);  // the original as it was
+    CHECK(buffer.capacity() == 100);
+    CHECK(holds(buffer, contents));
+    // Appends through copies grow as appends do, not by the exact room each time.
+    byte_buffer grown = copy.copy_with_room(copy.capacity() - copy.size() + 1);
+    CHECK(grown.capacity() >= 2 * copy.capacity());
+
+    constexpr std::size_t huge = std::numeric_limits<std::size_t>::max();
+    CHECK_THROWS_WITH(buffer.copy_with_room(huge), Catch::Contains("largest buffer size"));
+    a.ledger.fail_above(0);
+    CHECK_THROWS_AS(buffer.copy_with_room(1), std::bad_alloc);
+    a.ledger.stop_failing();
+    CHECK(holds(buffer, contents));
+  }
+  {
+    pmrkit::buffer_pool pool(&a.counting);
+    byte_buffer pooled = pool.acquire(64);
+    pooled.append("abc", 3);
+    byte_buffer copy = pooled.copy_with_room(1000);
+    CHECK(copy.pool() == &pool);  // goes back to the pool it came from
+    CHECK(copy.capacity() >= 1003);
+    CHECK(std::memcmp(copy.data(), "abc", 3) == 0);
+  }
+  a.require_all_returned();
+}
+
 TEST_CASE("span() views exactly the contents", "[byte_buffer]") {
   accounting a;
   auto buffer = byte_buffer::make_standalone(&a.counting, 64);
