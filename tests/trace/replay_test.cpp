@@ -3,9 +3,11 @@
 #include <catch2/catch.hpp>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "pmrkit/trace/replay.hpp"
@@ -176,4 +178,129 @@ TEST_CASE("a resource that fails mid-replay: an error naming the operation, ever
   CHECK_THROWS_WITH(replay(plan, resource),
                     Catch::Contains("replay: operation") && Catch::Contains("of thread"));
   CHECK(resource.live == 0);
+}
+
+namespace {
+
+// Threads that run one after another: thread t allocates and frees `per_thread` blocks, then
+// the next one starts. With `overlap`, thread t + 1's first allocation comes before thread t's
+// last free.
+recorded_trace threads_in_turn(std::uint32_t count, std::uint64_t per_thread, bool overlap) {
+  recorded_trace t;
+  t.format = "test";
+  t.threads = count;
+  std::uint64_t object = 0;
+  const auto emit = [&](operation op) {
+    op.time_ns = t.operations.size();
+    t.operations.push_back(op);
+  };
+  std::optional<operation> last_free_of_previous;
+  for (std::uint32_t thread = 0; thread < count; ++thread) {
+    std::vector<operation> ops;
+    for (std::uint64_t i = 0; i < per_thread; ++i, ++object) {
+      ops.push_back({0, 32, object, thread, operation_kind::allocate, 4});
+      ops.push_back({0, 32, object, thread, operation_kind::deallocate, 4});
+    }
+    emit(ops.front());
+    if (last_free_of_previous) emit(*std::exchange(last_free_of_previous, std::nullopt));
+    for (std::size_t k = 1; k + 1 < ops.size(); ++k) emit(ops[k]);
+    if (overlap && thread + 1 < count)
+      last_free_of_previous = ops.back();
+    else
+      emit(ops.back());
+  }
+  t.objects = object;
+  t.peak_live_bytes = overlap ? 64 : 32;
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("threads that never overlap share a replay thread; one lane replays on the caller",
+          "[replay][concurrent]") {
+  // A thread per connection: thousands of trace threads, one alive at a time.
+  const recorded_trace in_turn = threads_in_turn(5000, 3, false);
+  const replay_plan plan(in_turn);
+  REQUIRE(plan.lanes().size() == 1);
+  CHECK(plan.lanes().front().size() == 5000);
+  thread_log_resource log;
+  const replay_result r = replay(plan, log);
+  CHECK(r.threads == 5000);
+  CHECK(r.replay_threads == 1);
+  // On the calling thread: a resource that belongs to the thread that made it is used there.
+  REQUIRE(log.calls.size() == 1);
+  CHECK(log.calls.begin()->first == std::this_thread::get_id());
+  CHECK(log.calls.begin()->second.size() == in_turn.operations.size());
+  CHECK(log.live_bytes == 0);
+  // Not thread-safe, but one lane: allowed.
+  CHECK_NOTHROW(replay_strategy(plan, "size_class_unsync"));
+
+  // Each thread's first operation before the last of the one before it: two lanes, each
+  // taking every second thread, in order.
+  const replay_plan overlapping(threads_in_turn(6, 3, true));
+  REQUIRE(overlapping.lanes().size() == 2);
+  CHECK(overlapping.lanes()[0] == std::vector<std::uint32_t>{0, 2, 4});
+  CHECK(overlapping.lanes()[1] == std::vector<std::uint32_t>{1, 3, 5});
+  thread_log_resource two;
+  CHECK(replay(overlapping, two).replay_threads == 2);
+  CHECK(two.calls.size() == 2);
+  CHECK(two.frees_of_unknown_blocks == 0);
+  CHECK(two.live_bytes == 0);
+  CHECK_THROWS_WITH(replay_strategy(overlapping, "size_class_unsync"),
+                    Catch::Contains("2 threads alive at once"));
+}
+
+TEST_CASE("a failed replay stops the other threads soon", "[replay][concurrent]") {
+  // Thread 0 fails its one allocation once thread 1 is well under way; thread 1 has a million
+  // operations of its own, and must not run them all.
+  constexpr std::uint64_t busy_blocks = 500'000;
+  recorded_trace t;
+  t.format = "test";
+  t.threads = 2;
+  std::uint64_t time = 0;
+  t.operations.push_back({time++, 4096, 0, 1, operation_kind::allocate, 4});
+  t.operations.push_back({time++, 7777, 1, 0, operation_kind::allocate, 4});
+  t.operations.push_back({time++, 4096, 0, 1, operation_kind::deallocate, 4});
+  for (std::uint64_t i = 0; i < busy_blocks; ++i) {
+    t.operations.push_back({time++, 32, 2 + i, 1, operation_kind::allocate, 4});
+    t.operations.push_back({time++, 32, 2 + i, 1, operation_kind::deallocate, 4});
+  }
+  t.objects = 2 + busy_blocks;
+  t.peak_live_bytes = 4096 + 7777;
+  class failing_when_busy final : public std::pmr::memory_resource {
+   public:
+    std::atomic<std::uint64_t> calls{0};
+    std::atomic<std::uint64_t> calls_after_failure{0};
+
+   private:
+    void* do_allocate(std::size_t bytes, std::size_t alignment) override {
+      if (bytes == 7777) {
+        while (calls.load() < 1000) std::this_thread::yield();
+        failed_.store(true);
+        throw std::bad_alloc();
+      }
+      count();
+      return std::pmr::new_delete_resource()->allocate(bytes, alignment);
+    }
+    void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override {
+      count();
+      std::pmr::new_delete_resource()->deallocate(p, bytes, alignment);
+    }
+    bool do_is_equal(const std::pmr::memory_resource& o) const noexcept override {
+      return this == &o;
+    }
+    void count() {
+      ++calls;
+      if (failed_.load()) ++calls_after_failure;
+    }
+    std::atomic<bool> failed_{false};
+  };
+  const replay_plan plan(t);
+  REQUIRE(plan.lanes().size() == 2);
+  failing_when_busy resource;
+  CHECK_THROWS_WITH(replay(plan, resource), Catch::Contains("of thread 0"));
+  // 64 operations between looks, and the time the failing thread takes to say so: far below
+  // the million it would otherwise run.
+  CHECK(resource.calls_after_failure < busy_blocks / 10);
+  CHECK(resource.calls < busy_blocks);
 }

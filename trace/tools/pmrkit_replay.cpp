@@ -4,8 +4,8 @@
 //   pmrkit-replay TRACE --list-strategies
 //
 // TRACE is pmrkit's (pmrkit-record, recording_resource) or heaptrack's. Without --strategy,
-// every thread-safe registry strategy for a multi-threaded trace, every strategy otherwise
-// (--list-strategies prints that list, one a line). Each row is the best of N replays: time
+// every thread-safe registry strategy for a trace with threads alive at once, every strategy
+// otherwise (--list-strategies prints that list, one a line). Each row is the best of N replays: time
 // per operation, the most the strategy held (peak held: its upstream's peak, or for strategies
 // without one the process allocator's, from an extra untimed replay; see held_pass.hpp) and
 // that over the trace's peak live bytes. The `limit` row (also `--strategy limit`) replays on a
@@ -114,7 +114,7 @@ int main(int argc, char** argv) {
     const replay_plan plan(trace);
     if (specs.empty())
       for (const auto& info : pmrkit::strategies())
-        if (info.thread_safe || plan.threads().size() == 1) specs.push_back(info.name);
+        if (info.thread_safe || plan.lanes().size() <= 1) specs.push_back(info.name);
     if (list_only) {
       for (const std::string& spec : specs) std::printf("%s\n", spec.c_str());
       return 0;

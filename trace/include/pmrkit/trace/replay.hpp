@@ -1,14 +1,18 @@
 // pmrkit/trace/replay.hpp — replay a recorded trace on a memory resource and measure it.
 //
-// A multi-threaded trace replays on as many threads, each operation on the thread that made it;
-// a free made on another thread than its allocation waits until that allocation has happened
-// (the trace's order guarantees no cycle). Blocks are never touched, only allocated and freed,
+// A multi-threaded trace replays each operation on the thread that made it; a free made on
+// another thread than its allocation waits until that allocation has happened (the trace's
+// order guarantees no cycle). Threads whose lifetimes do not overlap (one after another, as a
+// program that starts a thread per connection makes them) share one replay thread, which runs
+// them in turn, so that a trace of thousands of threads measures the resource, not the
+// scheduler; a trace whose threads never overlap (one thread, most often) replays on the
+// calling thread, where a resource bound to the thread that made it (mimalloc_heap) belongs. Blocks are never touched, only allocated and freed,
 // so what is timed is the resource's work plus the replayer's own (the `limit_resource` row
 // measures the latter). Blocks still live at the end are freed after the clock stops, on the
 // calling thread.
 //
 // Thread-safety: a replay_plan is immutable and may be replayed from several calls at once;
-// replay() uses the resource from the trace's threads at once, so a multi-threaded trace needs
+// replay() uses the resource from its replay threads at once, so a plan of several lanes needs
 // a thread-safe resource (replay_strategy checks this for registry specs).
 #pragma once
 
@@ -35,6 +39,10 @@ class replay_plan {
     bool allocate;
   };
   const std::vector<std::vector<step>>& threads() const noexcept { return threads_; }
+  // The trace's threads (indexes into threads()) grouped into lanes, each lane's in the order
+  // they ran: no two threads of a lane have operations between each other's first and last.
+  // One replay thread runs each lane. Threads without operations are in none.
+  const std::vector<std::vector<std::uint32_t>>& lanes() const noexcept { return lanes_; }
   std::uint64_t objects() const noexcept { return objects_; }
   std::uint64_t operations() const noexcept { return operations_; }
   // Frees made on another thread than the allocation.
@@ -44,16 +52,20 @@ class replay_plan {
 
  private:
   std::vector<std::vector<step>> threads_;
+  std::vector<std::vector<std::uint32_t>> lanes_;
   std::uint64_t objects_ = 0;
   std::uint64_t operations_ = 0;
   std::uint64_t cross_thread_frees_ = 0;
   std::uint64_t peak_live_bytes_ = 0;
   std::uint64_t live_bytes_at_end_ = 0;
+
+  static std::vector<std::vector<std::uint32_t>> lanes_of(const recorded_trace& trace);
 };
 
 struct replay_result {
   std::uint64_t operations = 0;
-  std::uint32_t threads = 0;
+  std::uint32_t threads = 0;         // the trace's
+  std::uint32_t replay_threads = 0;  // the lanes they ran on
   std::chrono::nanoseconds elapsed{0};  // wall time from the common start to the last thread
   double ns_per_operation() const noexcept {
     return operations ? static_cast<double>(elapsed.count()) / static_cast<double>(operations) : 0;
@@ -64,12 +76,14 @@ struct replay_result {
 };
 
 // Replays the plan once on `resource`. Throws std::runtime_error naming the operation and
-// thread if the resource throws (the other threads stop, every block is returned).
+// thread if the resource throws (the other threads stop within 64 operations, and every block
+// is returned), and what std::thread throws if a replay thread cannot start (every block
+// returned too).
 replay_result replay(const replay_plan& plan, std::pmr::memory_resource& resource);
 
 // Replays on the registry strategy `spec` made over a counting new_delete upstream, so the
 // result has peak_held_bytes. Throws std::invalid_argument for a bad spec, or one that is not
-// thread-safe when the trace has several threads.
+// thread-safe when the plan has several lanes.
 replay_result replay_strategy(const replay_plan& plan, const std::string& spec);
 
 // A resource that does no work: every allocation returns the same suitably aligned address and
