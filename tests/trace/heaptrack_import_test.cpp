@@ -5,6 +5,8 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "pmrkit/trace/replay.hpp"
@@ -47,4 +49,28 @@ TEST_CASE("a heaptrack recording reads as a trace and replays", "[heaptrack]") {
   const pmrkit::trace::replay_plan plan(trace);
   CHECK(pmrkit::trace::replay_strategy(plan, "size_class_unsync").operations ==
         trace.operations.size());
+}
+
+TEST_CASE("pmrkit-record --import-heaptrack reports the frees it could not pair", "[heaptrack]") {
+  // The trace written holds only paired operations; the summary must be of what was read.
+  const auto dir = std::filesystem::temp_directory_path() / "pmrkit_heaptrack_import_test";
+  std::filesystem::create_directories(dir);
+  const auto input = dir / "unpaired.txt";
+  const auto output = dir / "unpaired.trace";
+  const auto summary = dir / "summary.txt";
+  {
+    std::ofstream text(input);
+    text << "v 10400 3\na 40 1\n- 0\n- 0\n+ 0\n- 0\n";  // two frees of nothing heaptrack saw
+  }
+  const std::string line = std::string(PMRKIT_RECORD) + " -o " + output.string() +
+                           " --import-heaptrack " + input.string() + " 2>" + summary.string();
+  const int status = std::system(line.c_str());
+  std::ifstream read_back(summary);
+  const std::string said((std::istreambuf_iterator<char>(read_back)),
+                         std::istreambuf_iterator<char>());
+  std::filesystem::remove_all(dir);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK_THAT(said, Catch::Contains("1 allocations, 1 frees") &&
+                       Catch::Contains("2 frees of memory from before the recording"));
 }

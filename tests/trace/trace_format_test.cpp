@@ -192,6 +192,12 @@ TEST_CASE("heaptrack text: frees pair last-in first-out per call site, on one th
   CHECK_THAT(error_of_text("v 10400 3\na 4x 1\n"),
              Catch::Contains("'x'") && Catch::Contains("line 2"));
   CHECK_THAT(error_of_text("v 10400 9\n"), Catch::Contains("unsupported file format version 9"));
+  // Blocks no allocator gives, and live bytes past 2^64: refused, not wrapped around.
+  CHECK_THAT(error_of_text("v 10400 3\na 8000000000000000 1\n+ 0\n"),
+             Catch::Contains("an allocation of 9223372036854775808 bytes"));
+  CHECK_THAT(error_of_text("v 10400 3\na 7fffffffffffffff 1\n+ 0\n+ 0\n+ 0\n"),
+             Catch::Contains("the blocks live at once pass 2^64 bytes"));
+  CHECK(error_of_text("v 10400 3\na 7fffffffffffffff 1\n+ 0\n- 0\n+ 0\n") == "no error");
 }
 
 TEST_CASE("an alignment the reader would refuse is never written", "[trace]") {

@@ -44,8 +44,9 @@ fs::path preload_library() {
                            " (set PMRKIT_RECORD_PRELOAD to its path)");
 }
 
-void summarise(const fs::path& file) {
-  const pmrkit::trace::recorded_trace trace = pmrkit::trace::read_trace_file(file);
+// `trace` is what was read, recorded or imported: the file written holds only its paired
+// operations, so its own counts of dropped and missed frees are always 0.
+void summarise(const fs::path& file, const pmrkit::trace::recorded_trace& trace) {
   std::uint64_t allocations = 0;
   for (const auto& op : trace.operations)
     allocations += op.kind == pmrkit::trace::operation_kind::allocate;
@@ -103,7 +104,7 @@ int record(const fs::path& out, char** command) {
                  static_cast<unsigned long long>(repair.events_kept));
   pmrkit::trace::compress_stream_file(stream, out);
   fs::remove(stream);
-  summarise(out);
+  summarise(out, pmrkit::trace::read_trace_file(out));
   return exit_code;
 }
 
@@ -123,8 +124,9 @@ int main(int argc, char** argv) {
   if (out.empty() || (heaptrack.empty() == (i >= argc))) return usage();
   try {
     if (!heaptrack.empty()) {
-      pmrkit::trace::write_trace_file(pmrkit::trace::read_trace_file(heaptrack), out);
-      summarise(out);
+      const pmrkit::trace::recorded_trace trace = pmrkit::trace::read_trace_file(heaptrack);
+      pmrkit::trace::write_trace_file(trace, out);
+      summarise(out, trace);
       return 0;
     }
     return record(out, argv + i);
