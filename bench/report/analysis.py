@@ -65,13 +65,16 @@ class Pick:
     rows[0] has the lowest median. Another row is tied with it when their medians are within
     the metric's tolerance, or when the U test over their repetitions finds no difference
     (p >= ALPHA, or too few runs to test) — unless both rows measured the same value in every
-    run (a counter such as B/op), which needs no test. A single row is named only when every
-    other row differs from it, and so from the runner-up (the next lowest median)."""
+    run (a counter such as an upstream's peak held), which needs no test. A counted metric
+    (results.COUNTED: B/op) is one value per row, from one counting process: rows outside the
+    tolerance differ, untested. A single row is named only when every other row differs from
+    it, and so from the runner-up (the next lowest median)."""
     metric: str
     rows: list[AnalyzedRow]
     runner_up: AnalyzedRow | None
     p: float | None  # the U test of rows[0] against the runner-up; None: too few runs, or alone
     exact: bool = False  # rows[0] and the runner-up measured one value each, in every run
+    counted: bool = False  # the metric is counted once per row (results.COUNTED): never tested
 
     @property
     def leader(self) -> AnalyzedRow:
@@ -200,7 +203,8 @@ def _summaries(row: results.Row | None) -> dict[str, stats.Summary | None]:
 def _deltas(old: results.Row | None, new: results.Row | None, metrics_shown) -> dict:
     if old is None or new is None:
         return {metric.key: None for metric in metrics_shown}
-    return {metric.key: stats.compare(old.values(metric.key), new.values(metric.key))
+    return {metric.key: (stats.compare_counted if metric.key in results.COUNTED
+                         else stats.compare)(old.values(metric.key), new.values(metric.key))
             for metric in metrics_shown}
 
 
@@ -305,8 +309,12 @@ def is_excluded(row: AnalyzedRow) -> bool:
     return results.strategy_base(row.key.strategy) in EXCLUDED_FROM_VERDICTS
 
 
+# The byte figures LEAN_TOLERANCE_* applies to; any other figure ties only when equal.
+BYTE_METRICS = ("bytes_per_op", "peak_held_bytes")
+
+
 def _within_tolerance(metric: str, lowest: float, value: float) -> bool:
-    if metric not in ("bytes_per_op", "peak_held_bytes"):
+    if metric not in BYTE_METRICS:
         return value == lowest
     return value < lowest + max(LEAN_TOLERANCE_BYTES, abs(lowest) * LEAN_TOLERANCE_FRACTION)
 
@@ -318,6 +326,8 @@ def pick(rows: list[AnalyzedRow], metric: str) -> Pick | None:
     if not candidates:
         return None
     leader = candidates[0]
+    # One counting process per row: its copies in the repetitions would test as agreement.
+    counted = metric in results.COUNTED
 
     def constant(row: AnalyzedRow) -> bool:
         values = row.values(metric)  # one run says nothing about the next
@@ -326,15 +336,17 @@ def pick(rows: list[AnalyzedRow], metric: str) -> Pick | None:
     def tied(other: AnalyzedRow) -> bool:
         if _within_tolerance(metric, leader.median(metric), other.median(metric)):
             return True
-        if constant(leader) and constant(other):
-            return False  # the same in every run on both sides: no noise to test against
+        if counted or (constant(leader) and constant(other)):
+            return False  # one count, or the same in every run on both sides: nothing to test
         p = stats.u_test(leader.values(metric), other.values(metric))
         return p is None or p >= stats.ALPHA
     runner_up = candidates[1] if len(candidates) > 1 else None
-    p = stats.u_test(leader.values(metric), runner_up.values(metric)) if runner_up else None
+    p = (stats.u_test(leader.values(metric), runner_up.values(metric))
+         if runner_up and not counted else None)
     return Pick(metric=metric, rows=[leader] + [r for r in candidates[1:] if tied(r)],
                 runner_up=runner_up, p=p,
-                exact=bool(runner_up) and constant(leader) and constant(runner_up))
+                exact=bool(runner_up) and not counted and constant(leader)
+                and constant(runner_up), counted=counted)
 
 
 def noisy_reference(table: Table) -> NoisyReference | None:

@@ -7,9 +7,11 @@ OLD and NEW are Google Benchmark JSON files: run.py's results.json, or any pmrki
 with --benchmark_out=FILE --benchmark_out_format=json (use --benchmark_repetitions=5 or more:
 the Mann-Whitney U test needs repetitions to call a difference). Each table shows, per
 strategy/variant row, OLD's and NEW's medians and NEW's delta, or "~" where the test finds no
-difference (p >= 0.05). Rows present in one file only show "-" on the other side. Where both
-runs hold the container ops in one process (run.py's last tables), their ratios to
-mimalloc_plain follow, OLD -> NEW, with a U test over the rounds' ratios.
+difference (p >= 0.05); allocs/op and B/op, counted in one process per row, show their change
+with no p-value. Rows present in one file only show "-" on the other side. Where both runs hold
+the container ops in one process (run.py's last tables), their ratios to mimalloc_plain follow,
+OLD -> NEW, with a U test over the processes' median ratios (each process one sample; not the
+rounds, which share their process), untested below three processes a side.
 """
 
 from __future__ import annotations

@@ -81,6 +81,9 @@ def write(path: str, title: str, tables: list[analysis.Table], chart_paths: dict
     heap = text_tables.heap_state_line(context)
     if heap:
         parts.append(f"<p><b>{html.escape(heap)}</b></p>")
+    counted = text_tables.counted_line(tables)
+    if counted:
+        parts.append(f"<p>{html.escape(counted)}</p>")
     rival = text_tables.rival_line(tables)
     if rival:
         parts.append(f"<p>{html.escape(rival)}</p>")
@@ -96,7 +99,8 @@ def write(path: str, title: str, tables: list[analysis.Table], chart_paths: dict
     parts.append("<p>Each delta is the change of the median against the baseline row "
                  "(against OLD when comparing two runs); <b>~</b> means a two-sided "
                  "Mann&ndash;Whitney U test over the repetitions found no difference "
-                 "(p &ge; 0.05) or had too few samples. &ldquo;vs limit&rdquo; is time/op "
+                 "(p &ge; 0.05) or had too few samples; allocs/op and B/op, counted once "
+                 "per row, carry no p-value. &ldquo;vs limit&rdquo; is time/op "
                  "divided by the reference row's (the workload without allocation). "
                  "<b>peak held</b> is the most memory a row's strategy held at once, "
                  "<b>held/live</b> that over the most bytes the workload had live (1.0x is "

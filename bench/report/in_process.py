@@ -311,6 +311,10 @@ def compare_grids(old: dict | None, new: dict | None,
     if not old or not new:
         return []
     old_workloads = {w["name"]: w for w in old.get("workloads", [])}
+    new_workloads = {w["name"]: w for w in new.get("workloads", [])}
+    # A workload one run lacks keeps its table, the other side "—", as a missing subject does:
+    # a table that vanished would read as no change.
+    workload_names = list(new_workloads) + [n for n in old_workloads if n not in new_workloads]
     phases = new.get("phases", [])
     reference = new.get("reference", results.RIVAL_STRATEGY)
     caption = (f"time over {reference}'s in the same round, median of the rounds, OLD "
@@ -320,12 +324,12 @@ def compare_grids(old: dict | None, new: dict | None,
                "where the processes' medians differ (two-sided U test over the processes, "
                "p < 0.05, which takes four a side), else ~; untested below three a side")
     out = []
-    for workload in new.get("workloads", []):
-        title = f"{CONTAINER_PREFIX}{workload['name']} in one process"
-        if wanted and f"{CONTAINER_PREFIX}{workload['name']}".lower() not in wanted:
+    for name in workload_names:
+        title = f"{CONTAINER_PREFIX}{name} in one process"
+        if wanted and f"{CONTAINER_PREFIX}{name}".lower() not in wanted:
             continue
-        before = _subjects_by_name(old_workloads.get(workload["name"], {}))
-        after = _subjects_by_name(workload)
+        before = _subjects_by_name(old_workloads.get(name, {}))
+        after = _subjects_by_name(new_workloads.get(name, {}))
         names = list(after) + [n for n in before if n not in after]
         rows = [[_row_name(n)] + [_compare_cell(before.get(n), after.get(n), p)
                                   for p in range(len(phases))] for n in names]

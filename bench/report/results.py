@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import statistics
 from typing import Iterable
 
 # The strategies a run's binary offered (runner.strategy_names asks it) are kept in the JSON
@@ -60,6 +61,10 @@ _TIME_UNIT_TO_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 # held_over_live is computed per repetition from the two counters before it.
 METRICS = ("ns_per_op", "idle_ns_per_op", "allocs_per_op", "bytes_per_op", "faults_per_op",
            "mb_per_s", "items_per_s", "peak_held_bytes", "peak_live_bytes", "held_over_live")
+# The metrics of a row's one counting process (runner.py), which the runner copies into every
+# timed repetition. The copies are one measurement, not samples: a row keeps one value of each
+# (the median, should a hand-made file hold several), so no test mistakes copies for agreement.
+COUNTED = ("allocs_per_op", "bytes_per_op")
 # The heap state of a document (context) and of an entry (set by the runner; see the module
 # comment). A document that names none predates the states: it ran idle.
 HEAP_STATE_FIELD = "pmrkit_heap_state"
@@ -319,6 +324,10 @@ def from_json(doc: dict, known: Iterable[str] | None = None) -> ResultSet:
                     float(held) / float(live))
         if "peak_held_bytes" in entry and not row.held_method:
             row.held_method = held_method_of(entry, doc.get("context", {}), key.strategy)
+    for row in rows.values():
+        for metric in COUNTED:
+            if row.samples.get(metric):
+                row.samples[metric] = [statistics.median(row.samples[metric])]
     for key, entry in other_state:  # a row that ran only idle has nothing to stand beside
         time = _metrics_of(entry).get("ns_per_op")
         if key in rows and time is not None and entry.get(HEAP_FIELD) == IDLE:

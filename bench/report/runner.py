@@ -11,7 +11,8 @@ some repetition of many rows instead of on every repetition of one (see schedule
 Allocations are counted in one more process per row, with libpmrkit_heap_counter.so preloaded
 (in front of the row's own preloaded allocator, if any): an interposer costs its forwarding call
 even when it counts nothing, so the processes that are timed run without it, and the counting
-process's allocs_per_op and bytes_per_op are copied into the row's timed results (run()).
+process's allocs_per_op and bytes_per_op are copied into the row's timed results (run()), where
+the report reads them as the one measurement they are (results.COUNTED), never as samples.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ IDLE = "idle"
 # the counts per op hardly change with more.
 HEAP_COUNTER = "libpmrkit_heap_counter.so"
 COUNTING_MIN_TIME = 0.01
-COUNTED = ("allocs_per_op", "bytes_per_op")
+COUNTED = results.COUNTED
 
 
 def heap_counter_next_to(bench: str) -> str:

@@ -13,7 +13,8 @@ test of the rounds' ratios (empty under 6 rounds) and rival_call what it says: f
 
 Empty cells mean "not measured" (a metric the workload does not report, a results.json from
 before the bench reported it) or "not comparable" (no baseline row, too few repetitions for the
-U test, a delta against a zero baseline).
+U test, a delta against a zero baseline); allocs_per_op_p and bytes_per_op_p are always empty:
+each row's counts are one counting process's, one value with nothing to test.
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
 """The comparison tables as text (benchstat's layout) and as cells the HTML report reuses.
 
 A delta cell reads ``-50.41% (p=0.008)`` when the U test finds a difference, ``~ (p=0.310)``
-when it does not, and ``~ (n=2)`` when a side has too few repetitions to test at all. A figure
+when it does not, and ``~ (n=2)`` when a side has too few repetitions to test at all. The
+counted metrics (allocs/op, B/op: one counting process per row) have one value a side and no
+test: ``-90.00% (counted once)``, ``= (counted once)`` when the counts are equal. A figure
 a row lacks (not measured, or a results.json from before the bench reported it) reads ``—``.
 A ``vs mimalloc_plain`` cell reads ``1.04x (4/11)``: the median over the rounds of the row's
 time over the rival's in the same round, and in how many of those rounds the row was faster
@@ -35,9 +37,17 @@ class Grid:
     roles: list[str]  # one per row: the AnalyzedRow role, for styling
 
 
+COUNTED_ONCE = "(counted once)"
+
+
 def format_delta(delta: stats.Delta | None) -> str:
     if delta is None:
         return MISSING
+    if delta.counted:
+        if delta.change == 0:
+            return f"= {COUNTED_ONCE}"  # no sign: the HTML colours signed cells better or worse
+        change = "+inf%" if delta.change is None else f"{delta.change * 100:+.2f}%"
+        return f"{change} {COUNTED_ONCE}"
     if delta.p is None:
         return f"~ (n={min(delta.n_old, delta.n_new)})"
     if not delta.significant:
@@ -264,6 +274,9 @@ def _pick_line(title: str, pick: analysis.Pick, value: str,
                reference: analysis.AnalyzedRow | None) -> str:
     """'fastest: X at 1µs/op (p=0.008 against Y, 5 runs each)', or the tied group."""
     leader = pick.leader
+    if pick.winner is None and pick.counted:
+        return (f"{title}: no single row; tied ({_tolerance(pick.metric)}, one counting run "
+                f"each): {_names(pick.rows)}; lowest {leader.label} at {value}")
     if pick.winner is None:
         why = ("too few runs to tell them apart" if pick.p is None and pick.runner_up
                else f"U test p ≥ {stats.ALPHA}")
@@ -271,6 +284,9 @@ def _pick_line(title: str, pick: analysis.Pick, value: str,
                 f"{_names(pick.rows)}; lowest median {leader.label} at {value}")
     if pick.runner_up is None:
         against = ""
+    elif pick.counted:
+        against = (f" (runner-up {pick.runner_up.label}; one counting run each, compared by "
+                   "value, untested)")
     elif pick.exact:
         against = (f" (runner-up {pick.runner_up.label}; both the same in every run, "
                    f"{_runs([leader, pick.runner_up], pick.metric)})")
@@ -278,6 +294,25 @@ def _pick_line(title: str, pick: analysis.Pick, value: str,
         against = (f" (p={pick.p:.3f} against the runner-up {pick.runner_up.label}, "
                    f"{_runs([leader, pick.runner_up], pick.metric)})")
     return f"{title}: {leader.label} at {value}{against}{_from_limit(leader, reference)}"
+
+
+def _tolerance(metric: str) -> str:
+    """How close a counted figure must be to the lowest to tie with it (analysis.pick)."""
+    if metric in analysis.BYTE_METRICS:
+        return (f"within {analysis.LEAN_TOLERANCE_BYTES:g}B or "
+                f"{analysis.LEAN_TOLERANCE_FRACTION:.0%} of the lowest")
+    return "the same count"
+
+
+def counted_line(tables: list[analysis.Table]) -> str:
+    """What the counted columns rest on, for the head of a report that shows one ("" if none)."""
+    shown = [metric.header for metric in (m.ALLOCS, m.BYTES)
+             if any(metric in t.metrics for t in tables)]
+    if not shown:
+        return ""
+    return (f"{' and '.join(shown)}: counted in one process per row (the heap counter "
+            "preloaded), one value a row however many runs it timed: deltas show the change "
+            f"{COUNTED_ONCE}, with no p-value")
 
 
 def _held_text(row: analysis.AnalyzedRow) -> str:
@@ -424,7 +459,8 @@ IDLE_REPETITIONS_FIELD = "pmrkit_idle_repetitions"
 
 
 def render_all(tables: list[analysis.Table], context: dict | None = None) -> str:
-    head = "\n".join(line for line in (heap_state_line(context or {}), rival_line(tables),
-                                        *rival_tally_lines(tables)) if line)
+    head = "\n".join(line for line in (heap_state_line(context or {}), counted_line(tables),
+                                        rival_line(tables), *rival_tally_lines(tables))
+                     if line)
     return ((head + "\n\n" if head else "")
             + "\n\n".join(render_table(t) for t in tables) + "\n")

@@ -218,6 +218,9 @@ def check_tables(stdout, strategy, expected_tables, memory):
         # p < 0.05 (its smallest p for 3+3 is 0.1), so no time delta may be called.
         for row in rows[1:]:
             check(cells(row)[2].startswith("~ (p="), f"{title}: time delta called at n=3: {row}")
+            # allocs/op and B/op come from one counting process: a change, never a p-value.
+            check(row.count("(counted once)") == 2 or " — " in row,
+                  f"{title}: allocs/op and B/op deltas not marked as one count: {row}")
     return titles
 
 

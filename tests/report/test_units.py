@@ -17,6 +17,9 @@ import tempfile
 import textwrap
 import unittest
 
+import numpy
+import scipy.stats
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPORT = os.path.normpath(os.path.join(HERE, "..", "..", "bench", "report"))
 FIXTURE = os.path.join(HERE, "fixtures", "sample_run.json")
@@ -28,6 +31,7 @@ import html_report  # noqa: E402
 import in_process  # noqa: E402
 import metrics as m  # noqa: E402
 import charts  # noqa: E402
+import compare  # noqa: E402
 import results  # noqa: E402
 import runner  # noqa: E402
 import stats  # noqa: E402
@@ -114,8 +118,9 @@ class ReadJson(unittest.TestCase):
 
     def test_counters_and_throughput(self):
         row = self.set.rows[results.parse_name("InsertSingle/new_delete/fresh")]
-        self.assertEqual(row.values("allocs_per_op"), [6.0] * 5)
-        self.assertEqual(row.values("bytes_per_op"), [700.0] * 5)
+        # The same count in all 5 repetitions is one counting process's, read once.
+        self.assertEqual(row.values("allocs_per_op"), [6.0])
+        self.assertEqual(row.values("bytes_per_op"), [700.0])
         self.assertTrue(all(300 < v < 400 for v in row.values("mb_per_s")))
 
     def test_errors_are_collected_not_counted(self):
@@ -173,6 +178,28 @@ class Statistics(unittest.TestCase):
 
     def test_identical_constant_samples_have_p_one(self):
         self.assertEqual(stats.u_test([0.0] * 5, [0.0] * 5), 1.0)
+
+    def test_small_tied_samples_get_the_exact_p(self):
+        # scipy's normal approximation gave 0.047 here; no split of 3+3 goes below 2/20.
+        self.assertAlmostEqual(stats.u_test([1.0] * 3, [1.00002] * 3), 0.1)
+        self.assertAlmostEqual(stats.u_test([512.0] * 4, [500.0] * 4), 2 / 70)
+        self.assertFalse(stats.compare([1.0] * 3, [1.00002] * 3).significant)
+        # Ties on both sides, unequal sizes: as scipy's exact permutation test has it.
+        old, new = [1.0, 1.0, 2.0, 3.0], [2.0, 2.0, 3.0, 3.0, 4.0]
+        expected = scipy.stats.permutation_test(
+            (old, new), lambda a, b, axis: scipy.stats.mannwhitneyu(a, b, axis=axis).statistic,
+            permutation_type="independent", n_resamples=numpy.inf).pvalue
+        self.assertAlmostEqual(stats.u_test(old, new), expected)
+
+    def test_counted_changes_carry_no_p(self):
+        delta = stats.compare_counted([1.05], [1.0])
+        self.assertIsNone(delta.p)
+        self.assertAlmostEqual(delta.change, -0.05 / 1.05)
+        self.assertEqual(tables.format_delta(delta), "-4.76% (counted once)")
+        self.assertEqual(tables.format_delta(stats.compare_counted([6.0], [6.0])),
+                         "= (counted once)")
+        self.assertEqual(tables.format_delta(stats.compare_counted([0.0], [2.0])),
+                         "+inf% (counted once)")
 
     def test_zero_baseline(self):
         self.assertEqual(stats.relative_change(0, 0), 0.0)
@@ -391,9 +418,9 @@ class RunTables(unittest.TestCase):
         self.assertEqual(base[5], "700B")
         pooled = rows["size_class/pooled"]
         self.assertRegex(pooled[2], r"^-7\d\.\d\d% \(p=0\.008\)$")  # time: significantly less
-        self.assertEqual(pooled[4], "-90.00% (p=0.004)")         # allocs 6 -> 0.6
+        self.assertEqual(pooled[4], "-90.00% (counted once)")     # allocs 6 -> 0.6, untested
         fresh = rows["size_class/fresh"]
-        self.assertEqual(fresh[4], "~ (p=1.000)")                   # same allocs as baseline
+        self.assertEqual(fresh[4], "= (counted once)")              # same allocs as baseline
         self.assertEqual(rows["limit"][-1], "1.00x")
         self.assertRegex(base[-1], r"^3\.\d\dx$")
 
@@ -646,14 +673,33 @@ class TieVerdicts(unittest.TestCase):
         self.assertIn("tied (too few runs to tell them apart, 2 runs each)",
                       tables.verdict_lines(table)[0])
 
-    def test_counters_the_same_in_every_run_need_no_test(self):
-        # 3 runs cannot reach p < 0.05, but B/op the same in every run is not noise.
+    def test_counted_bytes_are_one_value_a_row_compared_untested(self):
+        # B/op in every repetition is a copy of one counting process's: the verdict says so
+        # instead of "the same in every run, 3 runs each".
         table = analyzed_table({
             "InsertSingle/new_delete/fresh": ([20, 21, 22], {"bytes_per_op": 700}),
             "InsertSingle/a/pooled": ([10, 11, 12], {"bytes_per_op": 0}),
             "InsertSingle/b/pooled": ([10, 11, 12], {"bytes_per_op": 128})})
         line = next(l for l in tables.verdict_lines(table) if l.startswith("fewest"))
-        self.assertEqual(line, "fewest heap B/op: a/pooled at 0B/op (runner-up b/pooled; both "
+        self.assertEqual(line, "fewest heap B/op: a/pooled at 0B/op (runner-up b/pooled; one "
+                               "counting run each, compared by value, untested)")
+        table = analyzed_table({
+            "InsertSingle/a/pooled": ([10, 11, 12], {"bytes_per_op": 100}),
+            "InsertSingle/b/pooled": ([10, 11, 12], {"bytes_per_op": 100.5})})
+        line = next(l for l in tables.verdict_lines(table) if l.startswith("fewest"))
+        self.assertEqual(line, "fewest heap B/op: no single row; tied (within 1B or 1% of the "
+                               "lowest, one counting run each): a/pooled, b/pooled; lowest "
+                               "a/pooled at 100B/op")
+
+    def test_peak_held_the_same_in_every_run_needs_no_test(self):
+        # Each timed process measures its own peak held: 3 runs cannot reach p < 0.05, but the
+        # same figure in every run is not noise.
+        table = analyzed_table({
+            "InsertSingle/new_delete/fresh": ([20, 21, 22], {"peak_held_bytes": 700}),
+            "InsertSingle/a/pooled": ([10, 11, 12], {"peak_held_bytes": 100}),
+            "InsertSingle/b/pooled": ([10, 11, 12], {"peak_held_bytes": 228})})
+        line = next(l for l in tables.verdict_lines(table) if l.startswith("leanest"))
+        self.assertEqual(line, "leanest: a/pooled at 100B peak held (runner-up b/pooled; both "
                                "the same in every run, 3 runs each)")
 
     def test_preload_note_names_the_strategy_that_ran(self):
@@ -668,7 +714,9 @@ class TieVerdicts(unittest.TestCase):
         lines = tables.verdict_lines(table)
         self.assertTrue(lines[0].startswith("fastest: no single row; tied (too few runs to "
                                             "tell them apart, 1 run each)"), lines)
-        self.assertTrue(lines[1].startswith("fewest heap B/op: no single row"), lines)
+        # B/op is one count a row however many runs were timed: 0 against 64 is a difference.
+        self.assertTrue(lines[1].startswith("fewest heap B/op: a at 0B/op (runner-up b; one "
+                                            "counting run each"), lines)
         self.assertIn("1 run each", tables.caption(table))
 
     def test_caption_names_a_reference_only_where_there_is_one(self):
@@ -750,6 +798,30 @@ class CompareTables(unittest.TestCase):
         self.assertEqual(rows["gone/fresh"][2], "—")
         self.assertIn("2 faster, 0 slower", tables.verdict_lines(insert)[0])
 
+    def test_counts_copied_into_every_repetition_are_one_sample(self):
+        # The runner copies a row's one counting process into each of its 6 timed runs: two
+        # runs of the same code whose counts differ a little must not read as a change at
+        # p=0.001, nor equal counts as "p=1.000" over 6 runs.
+        def doc(allocs):
+            return synthetic_doc({
+                "InsertSingle/new_delete/fresh": ([20, 21, 22, 23, 24, 25],
+                                                  {"allocs_per_op": allocs, "bytes_per_op": 700}),
+                "InsertSingle/a/pooled": ([10, 11, 12, 13, 14, 15],
+                                          {"allocs_per_op": 0.6, "bytes_per_op": 14})})
+        old, new = results.from_json(doc(1.05)), results.from_json(doc(1.0))
+        (table,) = analysis.analyze_compare(old, new)
+        g = tables.grid(table)
+        base = next(c for c in g.rows if c[0] == "new_delete/fresh")
+        self.assertEqual((base[g.headers.index("new allocs/op") + 1],
+                          base[g.headers.index("new B/op") + 1]),
+                         ("-4.76% (counted once)", "= (counted once)"), base)
+        self.assertIn("allocs/op and B/op: counted in one process per row",
+                      tables.render_all([table]))
+        (run,) = analysis.analyze_run(new)
+        pooled = next(c for c in tables.grid(run).rows if c[0] == "a/pooled")
+        self.assertEqual(pooled[4], "-40.00% (counted once)")
+        self.assertEqual(pooled[6], "-98.00% (counted once)")
+
     def test_rival_ratio_old_and_new(self):
         new_doc = load_fixture()
         old_doc = copy.deepcopy(new_doc)
@@ -789,6 +861,7 @@ class Files(unittest.TestCase):
             pooled = next(r for r in records if r["workload"] == "InsertSingle"
                           and r["label"] == "size_class/pooled")
             self.assertEqual(pooled["allocs_per_op_delta_pct"], "-90")
+            self.assertEqual(pooled["allocs_per_op_p"], "")  # one count a side: no test
             self.assertLess(float(pooled["ns_per_op_p"]), 0.05)
             self.assertEqual(pooled["baseline"], "new_delete/fresh")
             fresh = next(r for r in records if r["workload"] == "InsertSingle"
@@ -823,7 +896,7 @@ class Files(unittest.TestCase):
             with open(html_path, encoding="utf-8") as f:
                 page = f.read()
             self.assertEqual(page.count('src="data:image/png;base64,'), len(chart_paths))
-            self.assertIn("<td class=\"num better\">-90.00% (p=0.004)</td>", page)
+            self.assertIn("<td class=\"num better\">-90.00% (counted once)</td>", page)
             self.assertIn("vs mimalloc_plain: each round", page)
             self.assertIn("against mimalloc_plain: 5 rounds cannot tell a row from it", page)
             # A time-vs-peak-held chart per table, embedded after its table.
@@ -865,7 +938,7 @@ class HeapState(unittest.TestCase):
         fresh = next(r for k, r in result_set.rows.items() if k.variant == "fresh")
         self.assertEqual(fresh.values("ns_per_op"), [3000, 3001, 3002, 3003, 3004])
         self.assertEqual(fresh.values(results.IDLE_TIME), [50000, 50001, 50002])
-        self.assertEqual(fresh.values("allocs_per_op"), [1.0] * 5)  # warm runs only
+        self.assertEqual(fresh.values("allocs_per_op"), [1.0])  # one count; the idle runs add none
 
     def test_tables_show_the_idle_time_and_name_the_state(self):
         (table,) = analysis.analyze_run(results.from_json(heap_doc()))
@@ -1305,6 +1378,27 @@ class InProcess(unittest.TestCase):
         self.assertEqual(len(in_process.compare_grids(old, new, ["containermap/build"])), 1)
         self.assertEqual(in_process.compare_grids(old, None), [])
         self.assertEqual(in_process.render_compare(None, new), "")
+
+    def test_compare_says_what_it_tests(self):
+        # Its docstring is its --help; _compare_cell tests the processes' medians.
+        doc = " ".join(compare.__doc__.split())
+        self.assertIn("U test over the processes' median ratios", doc)
+        self.assertNotIn("rounds' ratios", doc)
+
+    def test_a_workload_of_one_run_keeps_its_table(self):
+        old = copy.deepcopy(self.DOC)
+        new = copy.deepcopy(self.DOC)
+        gone = copy.deepcopy(old["workloads"][0])
+        gone["name"] = "Document"
+        old["workloads"].append(gone)  # NEW ran no ContainerDocument
+        titles = [title for title, _, _ in in_process.compare_grids(old, new)]
+        self.assertEqual(titles, ["ContainerMap in one process",
+                                  "ContainerDocument in one process"])
+        [(_, _, grid)] = in_process.compare_grids(old, new, ["ContainerDocument"])
+        self.assertEqual([r[:2] for r in grid.rows], [["size_class/pooled", "1.050 → —"],
+                                                     ["size_class/fresh", "2.000 → —"]])
+        [(_, _, grid)] = in_process.compare_grids(new, old, ["ContainerDocument"])
+        self.assertEqual(grid.rows[0][1], "— → 1.050")
 
     def test_processes_merge_into_one_table(self):
         # A stand-in for the tool: the reference, then each subject at a ratio of 1.5.
