@@ -243,8 +243,8 @@ def recommendation_lines(rec: Recommendation) -> list[str]:
         lines.append(f"{RECOMMEND_PREFIX} trade-off: PMRKIT_STRATEGY='{rec.trade_off.key.strategy}'"
                      f"   ({_figures(rec.trade_off)})")
         lines.append("  (the trade-off: of the front, the lowest time/op over the fastest's "
-                     "times peak held over the leanest's; medians; 'checked', preload and limit "
-                     "rows are not candidates)")
+                     "with a peak held figure times peak held over the leanest's; medians; "
+                     "'checked', preload and limit rows are not candidates)")
     return lines
 
 
