@@ -38,15 +38,16 @@ constexpr std::size_t compressed_room(std::size_t bytes) noexcept {
   return bytes + (bytes >> 8) + (bytes < small_input ? (small_input - bytes) >> 11 : 0);
 }
 
-// Where a call's result is written: `out` when it has room for `bytes` more, else a larger
-// copy of it that replaces it only when the call succeeds (commit()), so that a throw leaves
-// `out` as it was, its storage included, not only its size.
+// Where a call's result is written: `out` when it has room for the `most` bytes the result can
+// take, else a copy of it with room for `first` bytes (the call grows it as it needs) that
+// replaces it only when the call succeeds (commit()), so that a throw leaves `out` as it was,
+// its storage included, not only its size.
 class all_or_nothing {
  public:
-  all_or_nothing(byte_buffer& out, std::size_t bytes)
+  all_or_nothing(byte_buffer& out, std::size_t most, std::size_t first)
       : out_(out),
-        fits_(out.capacity() - out.size() >= bytes),
-        larger_(fits_ ? byte_buffer() : out.copy_with_room(bytes)),
+        fits_(out.capacity() - out.size() >= most),
+        larger_(fits_ ? byte_buffer() : out.copy_with_room(first)),
         guard_(target()) {}
   byte_buffer& target() noexcept { return fits_ ? out_ : larger_; }
   void commit() noexcept {
@@ -93,9 +94,11 @@ std::size_t wrap_op_compressed(std::span<const std::byte> message, std::uint8_t 
   }
   const std::span<const std::byte> body = message.subspan(header_size);
   const std::size_t start = out.size();
-  all_or_nothing result(out, op_compressed_prefix_size + (compressor_id == compressor_id_noop
-                                                              ? body.size()
-                                                              : compressed_room(body.size())));
+  // Our own message, its size known: room for all of it at once.
+  const std::size_t most = op_compressed_prefix_size + (compressor_id == compressor_id_noop
+                                                            ? body.size()
+                                                            : compressed_room(body.size()));
+  all_or_nothing result(out, most, most);
   byte_buffer& target = result.target();
   target.resize_for_overwrite(start + op_compressed_prefix_size);
   std::byte* prefix = target.data() + start;
@@ -179,7 +182,11 @@ std::size_t unwrap_op_compressed(std::span<const std::byte> message, std::uint8_
   const bool noop = h.compressor_id == compressor_id_noop;
   if (noop && payload.size() != uncompressed) malformed(size_disagrees(h, payload.size()));
   const std::size_t start = out.size();
-  all_or_nothing result(out, header_size + uncompressed);
+  // uncompressedSize is the sender's word, so a copy starts with room for the header (and a
+  // noop payload, which is here): the decompressor allocates for a frame only once it has
+  // checked it, and a 30-byte message cannot make this take 48 MB.
+  all_or_nothing result(out, header_size + uncompressed,
+                        header_size + (noop ? payload.size() : 0));
   byte_buffer& target = result.target();
   target.resize_for_overwrite(start + header_size);
   std::byte* header = target.data() + start;

@@ -17,6 +17,7 @@
 #include "pmrkit/bson/insert_message.hpp"
 #include "pmrkit/bson/op_compressed.hpp"
 #include "pmrkit/bson/op_msg_reader.hpp"
+#include "pmrkit/counting_resource.hpp"
 #include "pmrkit/buffer_pool.hpp"
 
 #ifdef PMRKIT_TEST_HAVE_ZSTD
@@ -216,6 +217,31 @@ TEST_CASE("a failed wrap or unwrap leaves the buffer's storage where it was",
         message.size());
   CHECK(bytes(plain.data(), plain.data() + 8) == to_bytes(full("abcdefgh", 8)));
   CHECK(bytes(plain.data() + 8, plain.data() + plain.size()) == message);
+}
+
+TEST_CASE("a short message that declares a huge uncompressedSize takes no room for it",
+          "[bson][op_compressed]") {
+  // 30 bytes that claim 47 MB: the output buffer must not grow for the claim before the
+  // decompressor has looked at the payload.
+  bytes message(30);
+  put_i32(message.data(), 30);
+  put_i32(message.data() + 12, 2012);  // OP_COMPRESSED
+  put_i32(message.data() + 16, 2013);  // OP_MSG inside
+  put_i32(message.data() + 20, 47'000'000);
+  message[24] = std::byte{test_codec_id};
+  pmrkit::counting_resource counted;
+  pmrkit::byte_buffer out(&counted);
+  std::size_t in_use_when_called = 0;
+  const auto refusing = [&](std::span<const std::byte>, pmrkit::byte_buffer&,
+                            std::size_t) -> std::size_t {
+    in_use_when_called = counted.stats().bytes_in_use;
+    throw codec_limit_error("not a frame");
+  };
+  CHECK_THROWS_AS(pmrkit::bson::unwrap_op_compressed(message, test_codec_id, refusing, out),
+                  codec_limit_error);
+  CHECK(in_use_when_called < 4096);
+  CHECK(counted.stats().peak_bytes_in_use < 4096);
+  CHECK(out.capacity() == 0);
 }
 
 TEST_CASE("messages that cannot be wrapped are refused", "[bson][op_compressed]") {
