@@ -54,6 +54,11 @@ struct document::impl {
   std::array<void*, max_depth> child_blocks{};
   bson_t* children[max_depth] = {};  // (std::array would drop bson_t's alignment attribute)
   std::size_t depth = 0;
+  // The block that grow() replaced during the append in progress, freed when the append ends:
+  // the caller's key or value may lie in it (a document appending a view of its own bytes),
+  // and libbson reads them after the growth.
+  std::uint8_t* retired = nullptr;
+  std::size_t retired_bytes = 0;
   std::array<bool, max_depth + 1> in_array{};
   std::array<std::uint32_t, max_depth + 1> next_index{};
 
@@ -71,7 +76,13 @@ struct document::impl {
     auto* fresh = static_cast<std::uint8_t*>(resource->allocate(target, storage_alignment));
     if (data) {
       std::memcpy(fresh, data, capacity);
-      resource->deallocate(data, capacity, storage_alignment);
+      // Only the block the append began with can hold the caller's bytes.
+      if (retired == nullptr) {
+        retired = data;
+        retired_bytes = capacity;
+      } else {
+        resource->deallocate(data, capacity, storage_alignment);
+      }
     }
     data = fresh;
     capacity = target;
@@ -135,9 +146,19 @@ struct document::impl {
     return key;
   }
 
+  void release_retired() noexcept {
+    if (retired == nullptr) return;
+    resource->deallocate(retired, retired_bytes, storage_alignment);
+    retired = nullptr;
+  }
+
   // Appends one element of `value_bytes` through `write(bson_t*, key, key_length)`.
   template <class Write>
   void append(std::string_view key, std::size_t value_bytes, Write write) {
+    struct release_at_end {
+      impl& self;
+      ~release_at_end() { self.release_retired(); }
+    } release{*this};
     char digits[12];
     const std::string_view k = resolve_key(key, digits);
     const std::size_t element = value_size(used, value_bytes, k.size() + 2);
@@ -180,6 +201,7 @@ struct document::impl {
   void release() noexcept {
     if (top) bson_destroy(top);  // frees the bson_t only: its buffer is ours (BSON_FLAG_NO_FREE)
     if (data) resource->deallocate(data, capacity, storage_alignment);
+    release_retired();
     for (void* block : child_blocks)
       if (block) resource->deallocate(block, child_block_bytes, storage_alignment);
   }

@@ -10,6 +10,7 @@
 
 #include "pmrkit/bson/document.hpp"
 #include "pmrkit/bson/op_msg_reader.hpp"
+#include "pmrkit/checked_resource.hpp"
 #include "pmrkit/counting_resource.hpp"
 #include "test_resources.hpp"
 
@@ -151,6 +152,32 @@ TEST_CASE("document storage comes from its resource and all of it goes back", "[
   }
   CHECK(counted.stats().bytes_in_use == 0);
   CHECK(counted.stats().blocks_in_use() == 0);
+}
+
+TEST_CASE("a document appends views of its own bytes, though the append grows it",
+          "[bson][document]") {
+  // The growth used to free the block the views lay in before libbson read them; over a
+  // checked resource a freed block is poisoned at once, so such a read shows in the bytes.
+  pmrkit::checked_resource checked(std::pmr::new_delete_resource());
+  const std::string text(40, 't');
+  {
+    document d(&checked, 64);
+    d.append_utf8("s", text);
+    const std::vector<std::byte> before(d.bytes().begin(), d.bytes().end());
+    d.append_document("self", d.bytes());  // larger than the room left: the append grows d
+    const std::span<const std::byte> own = d.bytes();
+    const std::string_view own_text(reinterpret_cast<const char*>(own.data()) + 11, 40);
+    d.append_utf8(own_text, own_text);  // a key and a value inside d
+
+    document expected(std::pmr::new_delete_resource(), 64);
+    expected.append_utf8("s", text);
+    expected.append_document("self", before);
+    expected.append_utf8(text, text);
+    CHECK(std::vector<std::byte>(d.bytes().begin(), d.bytes().end()) ==
+          std::vector<std::byte>(expected.bytes().begin(), expected.bytes().end()));
+  }
+  CHECK(checked.stats().bytes_in_use == 0);
+  CHECK(checked.stats().violations == 0);
 }
 
 TEST_CASE("an initial capacity past what BSON holds is refused before any allocation",

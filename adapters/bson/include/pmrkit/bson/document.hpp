@@ -9,7 +9,8 @@
 // succeed completely or throw and leave the document as it was (std::length_error when the
 // document would pass 2 GiB; std::invalid_argument for a key containing NUL, or a non-empty key
 // inside an array, whose keys are the indexes "0", "1", ...; std::logic_error for a nesting
-// mistake). Not thread-safe: one thread at a time. Move-only (a moved-from document may only be
+// mistake). A key or value may be a view of the document's own bytes (bytes(): appending a
+// document to itself), even when the append grows it. Not thread-safe: one thread at a time. Move-only (a moved-from document may only be
 // destroyed or assigned to); the resource must outlive it.
 //
 // docs/adapters/bson.md tables which call writes which BSON type. A value a call's comment says
