@@ -293,6 +293,34 @@ span_parser::span_parser(buffer_pool& pool, const span_parser_options& options)
   arena_block_published_.set(arena_block_);
 }
 
+// A span that overflowed the block sets the block size for the next parses: big enough for it,
+// but no larger than the pool keeps (a block it would free on return costs an allocation on
+// every parse) nor max_arena_block. And one large span must not set the size for good: after
+// arena_block_decay parses in a row that used at most half the block, it halves, down to
+// initial_arena_block.
+// (`allocated` counts the whole initial block, `used` what the span took of it.)
+void span_parser::learn_arena_block(std::uint64_t allocated, std::uint64_t used,
+                                    std::size_t block_capacity) noexcept {
+  if (allocated > block_capacity) {
+    arena_overflows_.add();
+    const std::size_t wanted = allocated >= std::size_t{1} << 62
+                                   ? options_.max_arena_block
+                                   : std::bit_ceil(static_cast<std::size_t>(allocated));
+    arena_block_ = std::max(options_.initial_arena_block,
+                            std::min({options_.max_arena_block, pool_->options().max_capacity,
+                                      wanted}));
+    small_parses_ = 0;
+  } else if (arena_block_ > options_.initial_arena_block && used <= arena_block_ / 2) {
+    if (++small_parses_ == arena_block_decay) {
+      arena_block_ = std::max(options_.initial_arena_block, arena_block_ / 2);
+      small_parses_ = 0;
+    }
+  } else {
+    small_parses_ = 0;
+  }
+  arena_block_published_.set(arena_block_);
+}
+
 bool span_parser::parse(std::span<const std::byte> bytes,
                         function_ref<void(const span_view&)> on_span) {
   if (bytes.size() > static_cast<std::size_t>(INT_MAX)) {
@@ -313,13 +341,7 @@ bool span_parser::parse(std::span<const std::byte> bytes,
   ::google::protobuf::Arena arena(arena_on(block));
   auto* message = ::google::protobuf::Arena::CreateMessage<ssf::SSFSpan>(&arena);
   const bool parsed = message->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
-  const std::uint64_t used = arena.SpaceAllocated();
-  if (used > block.capacity()) {
-    arena_overflows_.add();
-    arena_block_ =
-        std::min(options_.max_arena_block, std::bit_ceil(static_cast<std::size_t>(used)));
-    arena_block_published_.set(arena_block_);
-  }
+  learn_arena_block(arena.SpaceAllocated(), arena.SpaceUsed(), block.capacity());
   if (!parsed) {
     parse_errors_.add();
     return false;

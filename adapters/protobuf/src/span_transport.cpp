@@ -139,10 +139,16 @@ buffer_pool& span_sender::pool() noexcept { return impl_->pool; }
 // ---------------------------------------------------------------- span_receiver
 
 namespace {
-// Room for every armed datagram buffer and arena block, twice over.
-buffer_pool_options receiver_pool_options(const datagram::udp_receiver_options& options) {
+// Room for every armed datagram buffer and arena block, twice over; and blocks as large as
+// the parser may learn to use, which the pool would otherwise free on return (and allocate
+// again for every parse).
+buffer_pool_options receiver_pool_options(const datagram::udp_receiver_options& options,
+                                          const span_parser_options& parser_options) {
   buffer_pool_options pool;
-  pool.max_capacity = std::max(pool.max_capacity, std::bit_ceil(options.max_datagram_size));
+  pool.max_capacity = std::max({pool.max_capacity, std::bit_ceil(options.max_datagram_size),
+                                // (more than 1 GiB the parser refuses)
+                                std::bit_ceil(std::min(parser_options.max_arena_block,
+                                                       std::size_t{1} << 30))});
   pool.max_per_bucket = std::max<std::size_t>(pool.max_per_bucket, 2 * options.batch_size);
   return pool;
 }
@@ -151,7 +157,7 @@ buffer_pool_options receiver_pool_options(const datagram::udp_receiver_options& 
 span_receiver::span_receiver(const datagram::udp_receiver_options& options,
                              std::pmr::memory_resource* resource,
                              const span_parser_options& parser_options)
-    : pool_(resource, receiver_pool_options(options)),
+    : pool_(resource, receiver_pool_options(options, parser_options)),
       receiver_(options, pool_),
       parser_(pool_, parser_options) {}
 

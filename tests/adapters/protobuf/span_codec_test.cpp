@@ -319,6 +319,35 @@ TEST_CASE("span_parser's arena memory comes from the pool's resource and goes ba
   CHECK(counted.stats().bytes_in_use == 0);
 }
 
+TEST_CASE("one huge span does not make every later parse allocate", "[protobuf]") {
+  // 32,753 empty metrics in one datagram take megabytes of arena: the block the parser learns
+  // must stay one its pool keeps, and shrink again once spans are small.
+  pmrkit::counting_resource counted;
+  {
+    pmrkit::buffer_pool pool(&counted, {.max_capacity = 1 << 20});
+    span_encoder encoder(pool);
+    const pmrkit::byte_buffer small = encoder.encode(example_span(1));
+    std::vector<std::byte> hostile;
+    for (int i = 0; i < 32'753; ++i) hostile.insert(hostile.end(), {std::byte{0x52}, std::byte{0}});
+    span_parser parser(pool, {.initial_arena_block = 16 * 1024});
+    CHECK(parser.parse(hostile, [](const span_view&) {}));
+    CHECK(parser.stats().arena_overflows == 1);
+    CHECK(parser.stats().arena_block == std::size_t{1} << 20);  // the pool's max_capacity
+    CHECK(parser.parse(small.span(), [](const span_view&) {}));
+    const auto warm = counted.stats().allocations;
+    for (int i = 0; i < 100; ++i) CHECK(parser.parse(small.span(), [](const span_view&) {}));
+    CHECK(counted.stats().allocations == warm);  // the learned block comes from the pool
+    CHECK(pool.stats().dropped_for_size == 0);
+
+    // 1,024 small spans in a row halve it; enough of them bring it back to the first size.
+    for (int i = 0; i < 1024 - 101; ++i) parser.parse(small.span(), [](const span_view&) {});
+    CHECK(parser.stats().arena_block == std::size_t{1} << 19);
+    for (int i = 0; i < 6 * 1024; ++i) parser.parse(small.span(), [](const span_view&) {});
+    CHECK(parser.stats().arena_block == 16 * 1024);
+  }
+  CHECK(counted.stats().bytes_in_use == 0);
+}
+
 TEST_CASE("span_parser releases its arena when the callback throws", "[protobuf]") {
   pmrkit::counting_resource counted;
   {

@@ -80,6 +80,33 @@ TEST_CASE("span_receiver counts a datagram that is not a span and goes on", "[pr
   CHECK(rx.stats().udp.received == 2);
 }
 
+TEST_CASE("span_receiver keeps the arena block a huge span taught it", "[protobuf][udp]") {
+  // The receiver's pool freed blocks over 1 MiB on return while the parser learned blocks of
+  // up to 4 MiB: after one huge span, every parse allocated 4 MiB.
+  pmrkit::counting_resource counted;
+  {
+    span_receiver rx({.receive_buffer_size = 1 << 20}, &counted);
+    udp_sender raw(rx.local_port());
+    std::string hostile;
+    for (int i = 0; i < 32'000; ++i) hostile += std::string("\x52\x00", 2);  // empty metrics
+    REQUIRE(raw.send(hostile));
+    span_sender tx({.port = rx.local_port(), .batch_size = 1}, &counted);
+    tx.send(numbered(1));
+    std::size_t got = 0;
+    poll_until([&] { return got == 2; },
+               [&] { rx.poll_once(100ms, [&](const span_view&) { ++got; }); });
+    REQUIRE(got == 2);
+    CHECK(rx.stats().parser.arena_block == std::size_t{4} << 20);
+    const auto warm = counted.stats().allocations;
+    for (int i = 0; i < 20; ++i) tx.send(numbered(i));
+    poll_until([&] { return got == 22; },
+               [&] { rx.poll_once(100ms, [&](const span_view&) { ++got; }); });
+    REQUIRE(got == 22);
+    CHECK(counted.stats().allocations == warm);
+  }
+  CHECK(counted.stats().bytes_in_use == 0);
+}
+
 TEST_CASE("span_sender drops a span too large for a datagram, and counts it", "[protobuf]") {
   span_receiver rx;
   span_sender tx({.port = rx.local_port(), .batch_size = 4});

@@ -44,10 +44,12 @@ namespace pmrkit::protobuf {
 inline constexpr std::size_t max_datagram_payload = 65507;
 
 // Serializes one span into a new buffer whose storage comes from `resource`, through a
-// message built on an arena that also allocates from `resource`: everything per call, as
-// code without reuse does. Prefer span_encoder on a hot path. Like every encoder below, throws
-// std::invalid_argument, naming the field, for text that is not UTF-8 (SSF's strings are
-// protobuf strings, which every parser refuses otherwise).
+// message built on an arena whose first block (8 KiB) also comes from `resource`: everything
+// per call, as code without reuse does. (A span that needs more arena than that, one with
+// many metrics, takes the rest from the heap, as a parser's overflow does.) Prefer
+// span_encoder on a hot path. Like every encoder below, throws std::invalid_argument, naming
+// the field, for text that is not UTF-8 (SSF's strings are protobuf strings, which every
+// parser refuses otherwise).
 byte_buffer serialize(const span& s, std::pmr::memory_resource* resource);
 
 class span_encoder {
@@ -129,7 +131,9 @@ class span_view {
 struct span_parser_options {
   // The arena's first block, taken from the pool per parse. A span that needs more arena
   // memory overflows to the heap for that parse (counted in arena_overflows) and the parser
-  // uses a block big enough for it from then on, up to max_arena_block.
+  // uses a block big enough for it from then on, up to max_arena_block and the pool's
+  // max_capacity; after 1,024 parses in a row that use at most half the block, it halves again
+  // (not below initial_arena_block).
   std::size_t initial_arena_block = 16 * 1024;
   std::size_t max_arena_block = 4 * 1024 * 1024;
 };
@@ -163,7 +167,12 @@ class span_parser {
  private:
   buffer_pool* pool_;
   span_parser_options options_;
+  void learn_arena_block(std::uint64_t allocated, std::uint64_t used,
+                         std::size_t block_capacity) noexcept;
+
+  static constexpr std::uint32_t arena_block_decay = 1024;
   std::size_t arena_block_;
+  std::uint32_t small_parses_ = 0;  // in a row, using at most half the block
   // Written only by the parsing thread.
   single_writer_counter<std::uint64_t> parsed_;
   single_writer_counter<std::uint64_t> parse_errors_;
