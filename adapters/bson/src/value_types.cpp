@@ -75,10 +75,21 @@ decimal128 decimal128::from_string(std::string_view text) {
   // libbson's parser ends the text at a NUL even within the length it is given, and would
   // accept "1.5\0junk" as 1.5, so a NUL is refused first. And parts of it read the text as a
   // NUL-terminated string whatever the length (the exponent, "Infinity", "NaN": "1.5" cut from
-  // "1.5e5" read as 1.5E+5, an empty view at null crashed), so it gets a terminated copy.
+  // "1.5e5" read as 1.5E+5, an empty view at null crashed), so it gets a terminated copy: on
+  // the stack for any text a decimal is written in, on the heap past that.
+  constexpr std::size_t on_stack = 128;
+  char copy[on_stack];
+  std::string long_copy;
+  const char* terminated = copy;
+  if (text.size() < on_stack) {
+    std::memcpy(copy, text.data(), text.size());
+    copy[text.size()] = '\0';
+  } else if (text.size() <= INT_MAX) {
+    long_copy = text;
+    terminated = long_copy.c_str();
+  }
   if (text.size() > INT_MAX || text.find('\0') != std::string_view::npos ||
-      !bson_decimal128_from_string_w_len(std::string(text).c_str(), static_cast<int>(text.size()),
-                                         &parsed)) {
+      !bson_decimal128_from_string_w_len(terminated, static_cast<int>(text.size()), &parsed)) {
     throw std::invalid_argument(
         "pmrkit::bson::decimal128::from_string: " + quoted(text) +
         " is not a Decimal128: allowed are an optionally signed decimal number with at most 34 "

@@ -12,8 +12,10 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "global_heap.hpp"
 #include "pmrkit/bson/document.hpp"
 #include "pmrkit/bson/op_msg_reader.hpp"
 #include "pmrkit/bson/value_types.hpp"
@@ -359,4 +361,13 @@ TEST_CASE("the new appends refuse bad keys like the others", "[bson][value_types
   CHECK_THROWS_AS(d.append_code("named", "x"), std::invalid_argument);
   CHECK_THROWS_AS(d.end().append_timestamp(std::string_view("t\0", 2), {}), std::invalid_argument);
   CHECK(d.size() == d.bytes().size());
+}
+
+TEST_CASE("the value factories allocate nothing", "[bson][value_types]") {
+  // Longer than std::string keeps inline: a copy of it would show here.
+  const std::string_view long_decimal = "-1234567890.123456789012345678901234E+12";
+  const auto before = pmrkit::test::global_heap::allocations();
+  const decimal128 d = decimal128::from_string(long_decimal);
+  CHECK(pmrkit::test::global_heap::allocations() == before);
+  CHECK(d.high != 0);
 }
