@@ -3,12 +3,15 @@
 // said which strategies to run.
 //
 // A row is run_row(state, key, body): body runs twice, each time with a fresh subject.
-//   timed pass     the loop of `state`, with no counting anywhere: the strategy's resource is
-//                  not wrapped, and no heap counter is loaded in the processes the report times
-//   counting pass  the same loop, a fraction of the timed pass's iterations long (at least
-//                  min(iterations, 4), at least an eighth), with the resource behind a wrapper
-//                  that tracks bytes live at the pmr interface, and the heap counter on where
-//                  it is preloaded (heap_counter.hpp)
+//   timed pass     the loop of `state`: the strategy's resource is not wrapped, and no heap
+//                  counter is loaded in the processes the report times; only a strategy's
+//                  upstream is a counting new_delete (for its peak held: a few atomic adds per
+//                  chunk or large block, never per pooled call)
+//   counting pass  one op uncounted (a pooled row's start-up is memory held, not a cost of
+//                  each op), then the same loop, a fraction of the timed pass's iterations long
+//                  (at least min(iterations, 4), at least an eighth), with the resource behind
+//                  a wrapper that tracks bytes live at the pmr interface, and the heap counter
+//                  on where it is preloaded (heap_counter.hpp)
 // Counters of every row (JSON names): allocs_per_op and bytes_per_op (counting pass, like Go's
 // -benchmem; only with the heap counter preloaded: bench/report/runner.py runs one such
 // process per row), peak_held_bytes (held_memory.hpp: the most the strategy held over both passes;
@@ -54,6 +57,10 @@ class row_pass {
   template <class Op>
   void loop(benchmark::State& state, Op&& op) {
     if (counting()) {
+      // One op first, uncounted: what a pooled row takes to start (its first chunks) is memory
+      // it holds, not a cost of each op, and spread over the few ops a slow row counts it
+      // read as hundreds of allocations an op.
+      op();
       begin_counting();
       for (benchmark::IterationCount i = 0; i < counting_ops_; ++i) op();
       end_counting(static_cast<double>(counting_ops_));

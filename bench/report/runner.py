@@ -43,8 +43,8 @@ WARM = "warm"
 IDLE = "idle"
 
 # The heap counter, built next to pmrkit_bench (bench/CMakeLists.txt), and how long its process
-# runs: its counting pass counts an eighth of the iterations Google Benchmark settles on, and
-# the counts per op hardly change with more.
+# runs: its counting pass counts an eighth of the iterations Google Benchmark settles on (at
+# least four) after one uncounted op, so a pooled row's start-up is not spread over them.
 HEAP_COUNTER = "libpmrkit_heap_counter.so"
 COUNTING_MIN_TIME = 0.01
 COUNTED = results.COUNTED
