@@ -279,7 +279,10 @@ strategy_under_test::strategy_under_test(const std::string& spec, row_pass& pass
   if (pass.counting()) {
     // pmrkit's mimalloc strategies and mimalloc_plain call the private mimalloc, not malloc.
     const bool interposer_blind = spec.rfind("mimalloc", 0) == 0;
-    meter_ = std::make_unique<live_meter>(owned_.get(), pass.memory_, interposer_blind);
+    // The harness's, not the strategy's: a fresh row makes one per op.
+    pass.memory_.uncounted([&] {
+      meter_ = std::make_unique<live_meter>(owned_.get(), pass.memory_, interposer_blind);
+    });
     resource_ = meter_.get();
   }
   pass.subject_ = this;

@@ -21,6 +21,7 @@
 // strategies that use upstream, label held=upstream) and peak_live_bytes (the most bytes the op
 // has live at the pmr interface, the same for every strategy).
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -69,11 +70,13 @@ void run_pooled(benchmark::State& state, const std::string& spec, container_op o
 }
 
 // One op on a resource of its own, made over `pool` (null: over new_delete): its construction
-// counts in build, its destruction (which returns its memory) in destroy.
+// counts in build, its destruction (which returns its memory) in destroy. The harness's object
+// around it lives on the stack, so that only the resource counts as the row's allocation.
 void op_on_own_resource(const std::string& spec, row_pass& pass, shared_pool* pool,
                         container_op op, phase_timer& timer) {
+  std::optional<strategy_under_test> subject;
   timer.begin(phase::build);
-  auto subject = std::make_unique<strategy_under_test>(spec, pass, pool);
+  subject.emplace(spec, pass, pool);
   timer.end(phase::build);
   op(subject->resource(), timer);
   timer.begin(phase::destroy);

@@ -115,6 +115,16 @@ def main():
               arena.get("allocs_per_op", float("inf")) * 4 < fresh["allocs_per_op"],
               f"a request arena over the shared pool took its memory from the heap: "
               f"fresh {fresh}, shared {arena}")
+        # A fresh row's op makes its resource (one allocation, the strategy's), and nothing of
+        # the harness's: not the object that holds the resource, nor the counting wrapper.
+        op_pooled = run_row(args.bench, "ContainerMap/build/new_delete/pooled/manual_time",
+                            args.counter)
+        op_fresh = run_row(args.bench, "ContainerMap/build/new_delete/fresh/manual_time",
+                           args.counter)
+        check(op_fresh.get("allocs_per_op", 0) - op_pooled.get("allocs_per_op", 0) == 1,
+              f"ContainerMap/build/new_delete: fresh {op_fresh.get('allocs_per_op')} allocs/op, "
+              f"pooled {op_pooled.get('allocs_per_op')}: a fresh op should add its resource "
+              "alone")
         if os.path.exists(JEMALLOC):
             behind = run_row(args.bench, "AllocPairs/malloc", f"{args.counter}:{JEMALLOC}")
             check(behind.get("allocs_per_op") == 1,
