@@ -10,8 +10,9 @@
 // document would pass 2 GiB; std::invalid_argument for a key containing NUL, or a non-empty key
 // inside an array, whose keys are the indexes "0", "1", ...; std::logic_error for a nesting
 // mistake). A key or value may be a view of the document's own bytes (bytes(): appending a
-// document to itself), even when the append grows it. Not thread-safe: one thread at a time. Move-only (a moved-from document may only be
-// destroyed or assigned to); the resource must outlive it.
+// document to itself), even when the append grows it. Not thread-safe: one thread at a time.
+// Move-only (a moved-from document may only be destroyed or assigned to); the resource must
+// outlive it.
 //
 // docs/adapters/bson.md tables which call writes which BSON type. A value a call's comment says
 // it refuses throws std::invalid_argument, also leaving the document as it was.
