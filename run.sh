@@ -12,8 +12,17 @@
 # concurrent tests), fuzz [SECONDS] (libFuzzer targets, bounded), consumer (install the package,
 # check its exported link interface, build tests/consumer against it with CMake and pkg-config).
 set -euo pipefail
-readonly caller_dir=$PWD  # a trace named relative to where ./run.sh was called from
+readonly caller_dir=$PWD  # files named relative to where ./run.sh was called from
 cd "$(dirname "$0")"
+readonly self=$PWD/$(basename "$0")
+
+# A path as the caller meant it: relative ones from where ./run.sh was called.
+from_caller() {
+  case $1 in
+    /*) printf '%s\n' "$1" ;;
+    *) printf '%s\n' "$caller_dir/$1" ;;
+  esac
+}
 
 readonly packages=(
   g++ clang cmake ninja-build pkg-config
@@ -31,8 +40,8 @@ ensure_packages() {
   done
   [ ${#missing[@]} -eq 0 ] && return 0
   if [ "$(id -u)" -ne 0 ]; then
-    echo "pmrkit needs these Debian packages; install them, then run this again:" >&2
-    echo "  sudo apt-get install -y ${missing[*]}" >&2
+    echo "pmrkit needs these Debian packages; install them as root, then run this again:" >&2
+    echo "  apt-get update && apt-get install -y ${missing[*]}" >&2
     exit 1
   fi
   echo "Installing: ${missing[*]}" >&2
@@ -71,8 +80,7 @@ case "$cmd" in
            "[--repetitions N]" >&2
       exit 2
     fi
-    trace=$1; shift
-    [[ $trace = /* ]] || trace=$caller_dir/$trace
+    trace=$(from_caller "$1"); shift
     ensure_packages
     build build -DPMRKIT_BUILD_TESTS=OFF
     exec /usr/bin/python3 bench/report/replay.py "$trace" --replay build/trace/pmrkit-replay \
@@ -89,7 +97,18 @@ case "$cmd" in
       exit 2
     fi
     ensure_packages
-    exec /usr/bin/python3 bench/report/compare.py "$@"
+    # The runs and a --csv file are named from where ./run.sh was called, not from here.
+    args=()
+    while [ $# -gt 0 ]; do
+      case $1 in
+        --csv) args+=("$1" "$(from_caller "${2:?--csv needs a FILE}")"); shift 2 ;;
+        --csv=*) args+=("--csv=$(from_caller "${1#--csv=}")"); shift ;;
+        --workload) args+=("$1" "${2:?--workload needs a NAME}"); shift 2 ;;
+        -*) args+=("$1"); shift ;;
+        *) args+=("$(from_caller "$1")"); shift ;;
+      esac
+    done
+    exec /usr/bin/python3 bench/report/compare.py "${args[@]}"
     ;;
   sanitize)
     ensure_packages
@@ -120,7 +139,7 @@ case "$cmd" in
     tests/consumer/build_with_pkg_config.sh "$prefix" build-consumer-pkg-config
     ;;
   *)
-    sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,14p' "$self" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac
