@@ -195,6 +195,11 @@ def main(argv: list[str]) -> int:
         plan.notes.append(f"allocs/op and B/op not measured: no heap counter at "
                           f"{args.heap_counter} (build it: cmake --build build --target "
                           "pmrkit_heap_counter)")
+    elif not runner.preloadable(args.heap_counter):
+        counting = False
+        plan.notes.append(f"allocs/op and B/op not measured: the heap counter's path "
+                          f"{args.heap_counter} has a space or a colon, which LD_PRELOAD "
+                          "cannot carry (build pmrkit under a path without them)")
     for note in plan.notes:
         print(note, file=sys.stderr)
     jobs = plan.jobs + (runner.idle_jobs(plan.jobs, known) if args.idle_repetitions else [])

@@ -50,6 +50,12 @@ COUNTING_MIN_TIME = 0.01
 COUNTED = results.COUNTED
 
 
+def preloadable(path: str) -> bool:
+    """Whether a library at `path` can go into LD_PRELOAD: the dynamic loader splits that list
+    at spaces and colons, with no way to escape either."""
+    return not any(c in path for c in " :")
+
+
 def heap_counter_next_to(bench: str) -> str:
     return os.path.join(os.path.dirname(os.path.abspath(bench)), HEAP_COUNTER)
 

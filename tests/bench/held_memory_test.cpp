@@ -13,6 +13,7 @@
 
 #include "mimalloc_loader.hpp"
 #include "sanitizers.hpp"
+#include "shell_quote.hpp"
 
 using pmrkit::bench::held_method;
 using pmrkit::bench::held_method_for;
@@ -86,7 +87,7 @@ namespace {
 // Runs the child under LD_PRELOAD=library; answers its "<method> <peak>" line, "" if absent.
 std::string run_preloaded_child(const char* library) {
   const std::string command =
-      std::string("LD_PRELOAD=") + library + " " + PMRKIT_PRELOAD_CHILD + " 2>&1";
+      "LD_PRELOAD=" + pmrkit::test::shell_quoted(library) + " " + pmrkit::test::shell_quoted(PMRKIT_PRELOAD_CHILD) + " 2>&1";
   std::FILE* child = popen(command.c_str(), "r");
   REQUIRE(child);
   char line[256] = {};

@@ -15,16 +15,20 @@ pc_file=$(find "$prefix" -path '*/pkgconfig/pmrkit.pc' -print -quit)
 [ -n "$pc_file" ] || { echo "no pkgconfig/pmrkit.pc under $prefix" >&2; exit 1; }
 export PKG_CONFIG_PATH=$(dirname "$pc_file")${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
 
-build_and_run() {  # build_and_run NAME "SOURCES" "DEFINES" PACKAGES...
-  local name=$1 sources=$2 defines=$3; shift 3
-  local flags
-  flags=$(pkg-config --cflags --libs "$@")
-  echo "$name: pkg-config --cflags --libs $*: $flags"
-  # shellcheck disable=SC2086  # the flags are words by design
-  "$cxx" -std=c++20 $defines $sources -o "$work/$name" $flags
+# build_and_run NAME DEFINE PACKAGE...: builds the files of the array `sources` and runs them.
+build_and_run() {
+  local name=$1 define=$2; shift 2
+  local flags=()
+  # pkg-config writes a space inside a path as "\ ", as the shell would: let the shell split
+  # its output into words (the .pc files are the install's own, under test here).
+  eval "flags=($(pkg-config --cflags --libs "$@"))"
+  echo "$name: pkg-config --cflags --libs $*: ${flags[*]}"
+  "$cxx" -std=c++20 ${define:+"$define"} "${sources[@]}" -o "$work/$name" "${flags[@]}"
   "$work/$name"
 }
 
-build_and_run pmrkit_pkg_config_core "$here/main.cpp" "" pmrkit
-build_and_run pmrkit_pkg_config_adapters "$here/main.cpp $here/adapters.cpp" \
-  -DPMRKIT_CONSUMER_ADAPTERS=1 pmrkit-bson pmrkit-zstd pmrkit-protobuf
+sources=("$here/main.cpp")
+build_and_run pmrkit_pkg_config_core "" pmrkit
+sources=("$here/main.cpp" "$here/adapters.cpp")
+build_and_run pmrkit_pkg_config_adapters -DPMRKIT_CONSUMER_ADAPTERS=1 \
+  pmrkit-bson pmrkit-zstd pmrkit-protobuf

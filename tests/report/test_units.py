@@ -1029,6 +1029,12 @@ class Progress_(unittest.TestCase):
 class Runner(unittest.TestCase):
     """The runner against fake_bench.py, which speaks Google Benchmark's command line."""
 
+    def test_a_path_ld_preload_cannot_carry(self):
+        # The loader splits LD_PRELOAD at spaces and colons, with no escape.
+        self.assertTrue(runner.preloadable("/work/build/bench/libpmrkit_heap_counter.so"))
+        self.assertFalse(runner.preloadable("/home/me/my code/build/libpmrkit_heap_counter.so"))
+        self.assertFalse(runner.preloadable("/srv/a:b/libpmrkit_heap_counter.so"))
+
     def test_filter_escape(self):
         self.assertEqual(runner.ere_escape("A/size_class:max=1(K)/fresh"),
                          "A/size_class:max=1\\(K\\)/fresh")

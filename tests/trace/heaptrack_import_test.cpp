@@ -12,6 +12,7 @@
 #include "pmrkit/trace/replay.hpp"
 #include "pmrkit/trace/trace_file.hpp"
 #include "record_probe_sizes.hpp"
+#include "shell_quote.hpp"
 #include "trace_test_support.hpp"
 
 using pmrkit::trace::operation_kind;
@@ -28,7 +29,8 @@ TEST_CASE("a heaptrack recording reads as a trace and replays", "[heaptrack]") {
   std::filesystem::create_directories(dir);
   const auto base = dir / "probe";
   const std::string line =
-      "heaptrack -o " + base.string() + " " PMRKIT_RECORD_PROBE " >/dev/null 2>&1";
+      "heaptrack -o " + pmrkit::test::shell_quoted(base.string()) + " " + pmrkit::test::shell_quoted(PMRKIT_RECORD_PROBE) +
+      " >/dev/null 2>&1";
   const int status = std::system(line.c_str());
   REQUIRE(WIFEXITED(status));
   REQUIRE(WEXITSTATUS(status) == 0);
@@ -62,8 +64,9 @@ TEST_CASE("pmrkit-record --import-heaptrack reports the frees it could not pair"
     std::ofstream text(input);
     text << "v 10400 3\na 40 1\n- 0\n- 0\n+ 0\n- 0\n";  // two frees of nothing heaptrack saw
   }
-  const std::string line = std::string(PMRKIT_RECORD) + " -o " + output.string() +
-                           " --import-heaptrack " + input.string() + " 2>" + summary.string();
+  const std::string line = pmrkit::test::shell_quoted(PMRKIT_RECORD) + " -o " + pmrkit::test::shell_quoted(output.string()) +
+                           " --import-heaptrack " + pmrkit::test::shell_quoted(input.string()) + " 2>" +
+                           pmrkit::test::shell_quoted(summary.string());
   const int status = std::system(line.c_str());
   std::ifstream read_back(summary);
   const std::string said((std::istreambuf_iterator<char>(read_back)),

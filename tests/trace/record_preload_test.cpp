@@ -5,12 +5,15 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <set>
 #include <vector>
 #include <string>
 
 #include "pmrkit/trace/trace_file.hpp"
 #include "record_probe_sizes.hpp"
+#include "shell_quote.hpp"
 #include "trace_test_support.hpp"
 
 using pmrkit::trace::operation_kind;
@@ -26,7 +29,8 @@ std::filesystem::path temp_trace(const char* name) {
 
 // Runs pmrkit-record -o trace -- command; returns the exit status.
 int record(const std::filesystem::path& trace, const std::string& command) {
-  const std::string line = std::string(PMRKIT_RECORD) + " -o " + trace.string() + " -- " + command;
+  const std::string line =
+      pmrkit::test::shell_quoted(PMRKIT_RECORD) + " -o " + pmrkit::test::shell_quoted(trace.string()) + " -- " + command;
   const int status = std::system(line.c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
@@ -158,7 +162,7 @@ TEST_CASE("pmrkit-record on an unmodified multi-threaded program (python3 buildi
   const auto path = temp_trace("python");
   // Recorded directly: `env VAR=... python3` would exec, and only env's image is recorded.
   const int direct = std::system(
-      (std::string("PYTHONMALLOC=malloc ") + PMRKIT_RECORD + " -o " + path.string() +
+      ("PYTHONMALLOC=malloc " + pmrkit::test::shell_quoted(PMRKIT_RECORD) + " -o " + pmrkit::test::shell_quoted(path.string()) +
        " -- /usr/bin/python3 -c '"
        "import json, threading\n"
        "def work(n):\n"
@@ -178,4 +182,23 @@ TEST_CASE("pmrkit-record on an unmodified multi-threaded program (python3 buildi
   CHECK(trace.threads >= 4);  // the main thread and three workers
   CHECK(trace.unpaired_frees == 0);
   CHECK(trace.implicit_frees == 0);
+}
+
+TEST_CASE("pmrkit-record refuses a recorder path that LD_PRELOAD cannot carry", "[record]") {
+  // The loader would split it at the space, preload nothing, and the program run unrecorded.
+  const auto trace = temp_trace("unpreloadable");
+  const auto said = std::filesystem::temp_directory_path() / "pmrkit_record_unpreloadable.txt";
+  const std::string line = "PMRKIT_RECORD_PRELOAD='/opt/my libs/libpmrkit_record_preload.so' " +
+                           pmrkit::test::shell_quoted(PMRKIT_RECORD) + " -o " +
+                           pmrkit::test::shell_quoted(trace.string()) + " -- /bin/true 2>" +
+                           pmrkit::test::shell_quoted(said.string());
+  const int status = std::system(line.c_str());
+  std::ifstream read_back(said);
+  const std::string message((std::istreambuf_iterator<char>(read_back)),
+                            std::istreambuf_iterator<char>());
+  std::filesystem::remove(said);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 1);
+  CHECK_THAT(message, Catch::Contains("cannot be preloaded") && Catch::Contains("spaces"));
+  CHECK_FALSE(std::filesystem::exists(trace));
 }

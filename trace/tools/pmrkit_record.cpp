@@ -66,6 +66,13 @@ void summarise(const fs::path& file, const pmrkit::trace::recorded_trace& trace)
 
 int record(const fs::path& out, char** command) {
   const fs::path library = preload_library();
+  // The loader splits LD_PRELOAD at spaces and colons, with no escape: such a path would
+  // preload pieces of it, and the program would run unrecorded.
+  if (library.string().find_first_of(" :") != std::string::npos)
+    throw std::runtime_error("the recorder " + library.string() +
+                             " cannot be preloaded: LD_PRELOAD splits paths at spaces and "
+                             "colons (install pmrkit, or point PMRKIT_RECORD_PRELOAD at a copy, "
+                             "under a path without them)");
   const fs::path stream = out.string() + ".stream";
   fs::remove(stream);
   const pid_t child = fork();

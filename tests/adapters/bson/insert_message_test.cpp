@@ -20,6 +20,7 @@
 #include "pmrkit/bson/op_msg_reader.hpp"
 #include "pmrkit/buffer_pool.hpp"
 #include "pmrkit/counting_resource.hpp"
+#include "shell_quote.hpp"
 
 namespace {
 
@@ -160,8 +161,8 @@ std::string run_decoder(const pmrkit::byte_buffer& m) {
     std::ofstream f(path, std::ios::binary);
     f.write(reinterpret_cast<const char*>(m.data()), static_cast<std::streamsize>(m.size()));
   }
-  const std::string command = std::string(PMRKIT_TEST_PYTHON) + " " + PMRKIT_TEST_DECODER + " " +
-                              path.string() + " 2>&1";
+  const std::string command = pmrkit::test::shell_quoted(PMRKIT_TEST_PYTHON) + " " + pmrkit::test::shell_quoted(PMRKIT_TEST_DECODER) +
+                              " " + pmrkit::test::shell_quoted(path.string()) + " 2>&1";
   std::string output;
   if (FILE* p = ::popen(command.c_str(), "r")) {
     char chunk[4096];

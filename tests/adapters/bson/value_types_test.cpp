@@ -19,6 +19,7 @@
 #include "pmrkit/bson/document.hpp"
 #include "pmrkit/bson/op_msg_reader.hpp"
 #include "pmrkit/bson/value_types.hpp"
+#include "shell_quote.hpp"
 
 namespace {
 
@@ -170,7 +171,7 @@ TEST_CASE("every case compared with pymongo is well-formed for pmrkit and libbso
 TEST_CASE("each value type is encoded byte for byte as pymongo encodes it",
           "[bson][value_types][pymongo]") {
   const std::string command =
-      std::string(PMRKIT_TEST_PYTHON) + " " + PMRKIT_TEST_ENCODER + " 2>&1";
+      pmrkit::test::shell_quoted(PMRKIT_TEST_PYTHON) + " " + pmrkit::test::shell_quoted(PMRKIT_TEST_ENCODER) + " 2>&1";
   std::string output;
   FILE* p = ::popen(command.c_str(), "r");
   REQUIRE(p != nullptr);

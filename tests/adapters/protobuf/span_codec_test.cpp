@@ -15,6 +15,7 @@
 #include "global_heap.hpp"
 #include "pmrkit/buffer_pool.hpp"
 #include "pmrkit/counting_resource.hpp"
+#include "shell_quote.hpp"
 #include "test_resources.hpp"
 
 // This program links support/global_heap.cpp, which counts operator new, so a test can show
@@ -232,9 +233,9 @@ TEST_CASE("protoc decodes the encoder's bytes with the installed schema", "[prot
     out.write(reinterpret_cast<const char*>(bytes.data()),
               static_cast<std::streamsize>(bytes.size()));
   }
-  const std::string command = std::string(PMRKIT_PROTOC) + " --decode=pmrkit.ssf.SSFSpan -I " +
-                              PMRKIT_SSF_PROTO_DIR + " pmrkit/ssf/span.proto < " + input + " > " +
-                              output + " 2>&1";
+  const std::string command = pmrkit::test::shell_quoted(PMRKIT_PROTOC) + " --decode=pmrkit.ssf.SSFSpan -I " +
+                              pmrkit::test::shell_quoted(PMRKIT_SSF_PROTO_DIR) + " pmrkit/ssf/span.proto < " +
+                              pmrkit::test::shell_quoted(input) + " > " + pmrkit::test::shell_quoted(output) + " 2>&1";
   const int status = std::system(command.c_str());
   std::ifstream in(output);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "shell_quote.hpp"
+
 namespace pmrkit::zstd::test {
 
 // BSON-like records: repeated keys and structure, varying values.
@@ -51,7 +53,8 @@ inline std::vector<std::byte> zstd_cli_decompress(const char* zstd,
     f.write(reinterpret_cast<const char*>(frame.data()),
             static_cast<std::streamsize>(frame.size()));
   }
-  const std::string command = std::string(zstd) + " -q -d -c " + path.string();
+  const std::string command =
+      pmrkit::test::shell_quoted(zstd) + " -q -d -c " + pmrkit::test::shell_quoted(path.string());
   std::vector<std::byte> output;
   ok = false;
   if (FILE* p = ::popen(command.c_str(), "r")) {
