@@ -114,7 +114,8 @@ void byte_buffer::reset() noexcept {
 
 byte_buffer byte_buffer::copy_with_room(std::size_t extra) const {
   if (extra > max_buffer_size - size_) throw_too_large("copy_with_room", size_, extra);
-  const std::size_t capacity = growth_target(size_ + extra);
+  const std::size_t needed = size_ + extra;
+  const std::size_t capacity = needed <= capacity_ ? needed : growth_target(needed);
   byte_buffer copy =
       pool_ != nullptr ? pool_->acquire(capacity) : make_standalone(resource(), capacity);
   if (size_ > 0) std::memcpy(copy.data_, data_, size_);

@@ -59,8 +59,9 @@ class byte_buffer {
   void clear() noexcept { size_ = 0; }
 
   // A copy of this buffer's bytes in new storage, from the same pool (or the same resource),
-  // with room for `extra` bytes more, grown as reserve() grows (so that appends through copies
-  // stay amortised O(1)), for an operation that must leave this buffer exactly as it was,
+  // with room for `extra` bytes more (exactly, if that fits in this buffer's capacity; else
+  // grown as reserve() grows, so that appends through copies stay amortised O(1)), for an
+  // operation that must leave this buffer exactly as it was,
   // storage included, if it fails part way: work in the copy, and move it here once nothing
   // can fail. Throws
   // std::length_error if size() + extra is past the largest buffer size, and what the pool or

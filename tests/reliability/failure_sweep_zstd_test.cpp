@@ -186,8 +186,9 @@ TEST_CASE("failure sweep: OP_COMPRESSED wrap and unwrap", "[failure_sweep][zstd]
         pmrkit::bson::unwrap_op_compressed(w.span(), compressor_id_zstd, *s.d, u);
         require(same_bytes(u.span(), message), "round trip broken after the failure");
       });
-  // At least the wrap's and the unwrap's block (each takes one, for its whole result).
-  CHECK(result.surfaced >= 2);
+  // Into empty buffers: the wrap's copy with room for its result, the unwrap's copy with room
+  // for the header, and the decompressor's copy with room for the message.
+  CHECK(result.surfaced >= 3);
 }
 #endif
 

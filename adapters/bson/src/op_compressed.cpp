@@ -31,11 +31,23 @@ std::string size_disagrees(const op_compressed_header& h, std::size_t produced) 
          " bytes";
 }
 
-// The most bytes zstd's output for `bytes` of input can take (ZSTD_COMPRESSBOUND in zstd.h),
-// the room wrap_op_compressed leaves for a compressor.
-constexpr std::size_t compressed_room(std::size_t bytes) noexcept {
+// The most bytes a compressor's output for `bytes` of input can take, by compressorId: what
+// wrap_op_compressed leaves room for, so that a compressor writes in place and never grows the
+// buffer (a growth followed by a throw would leave it in new storage). zstd's is
+// ZSTD_COMPRESSBOUND (zstd.h), snappy's MaxCompressedLength, zlib's compressBound; another id,
+// the largest of the three.
+constexpr std::size_t compressed_room(std::uint8_t compressor_id, std::size_t bytes) noexcept {
   constexpr std::size_t small_input = std::size_t{128} << 10;
-  return bytes + (bytes >> 8) + (bytes < small_input ? (small_input - bytes) >> 11 : 0);
+  const std::size_t zstd_room =
+      bytes + (bytes >> 8) + (bytes < small_input ? (small_input - bytes) >> 11 : 0);
+  const std::size_t snappy_room = 32 + bytes + bytes / 6;
+  const std::size_t zlib_room = bytes + (bytes >> 12) + (bytes >> 14) + (bytes >> 25) + 13;
+  switch (compressor_id) {
+    case compressor_id_zstd: return zstd_room;
+    case compressor_id_snappy: return snappy_room;
+    case compressor_id_zlib: return zlib_room;
+    default: return std::max({zstd_room, snappy_room, zlib_room});
+  }
 }
 
 // Where a call's result is written: `out` when it has room for the `most` bytes the result can
@@ -95,9 +107,10 @@ std::size_t wrap_op_compressed(std::span<const std::byte> message, std::uint8_t 
   const std::span<const std::byte> body = message.subspan(header_size);
   const std::size_t start = out.size();
   // Our own message, its size known: room for all of it at once.
-  const std::size_t most = op_compressed_prefix_size + (compressor_id == compressor_id_noop
-                                                            ? body.size()
-                                                            : compressed_room(body.size()));
+  const std::size_t most =
+      op_compressed_prefix_size + (compressor_id == compressor_id_noop
+                                       ? body.size()
+                                       : compressed_room(compressor_id, body.size()));
   all_or_nothing result(out, most, most);
   byte_buffer& target = result.target();
   target.resize_for_overwrite(start + op_compressed_prefix_size);
@@ -182,11 +195,13 @@ std::size_t unwrap_op_compressed(std::span<const std::byte> message, std::uint8_
   const bool noop = h.compressor_id == compressor_id_noop;
   if (noop && payload.size() != uncompressed) malformed(size_disagrees(h, payload.size()));
   const std::size_t start = out.size();
-  // uncompressedSize is the sender's word, so a copy starts with room for the header (and a
-  // noop payload, which is here): the decompressor allocates for a frame only once it has
-  // checked it, and a 30-byte message cannot make this take 48 MB.
-  all_or_nothing result(out, header_size + uncompressed,
-                        header_size + (noop ? payload.size() : 0));
+  // Only the header (and a noop payload, which is here) is this function's to make room for:
+  // the decompressor leaves the buffer as it was when it throws (its contract), and allocates
+  // for a frame only once it has checked it. So uncompressedSize, the sender's word, sizes
+  // nothing here (a 30-byte message cannot make this take 48 MB), and the buffer is copied at
+  // most once, by whichever of the two grows it.
+  const std::size_t ours = header_size + (noop ? payload.size() : 0);
+  all_or_nothing result(out, ours, ours);
   byte_buffer& target = result.target();
   target.resize_for_overwrite(start + header_size);
   std::byte* header = target.data() + start;

@@ -82,7 +82,7 @@ decimal128 decimal128::from_string(std::string_view text) {
   std::string long_copy;
   const char* terminated = copy;
   if (text.size() < on_stack) {
-    std::memcpy(copy, text.data(), text.size());
+    text.copy(copy, text.size());  // (an empty view's data() may be null: no memcpy)
     copy[text.size()] = '\0';
   } else if (text.size() <= INT_MAX) {
     long_copy = text;

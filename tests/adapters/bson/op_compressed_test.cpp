@@ -219,6 +219,56 @@ TEST_CASE("a failed wrap or unwrap leaves the buffer's storage where it was",
   CHECK(bytes(plain.data() + 8, plain.data() + plain.size()) == message);
 }
 
+TEST_CASE("a compressor that writes its format's worst case never moves the buffer",
+          "[bson][op_compressed]") {
+  // Snappy's worst case, 32 + n + n/6, is more than zstd's: had wrap left zstd's room, the
+  // compressor would grow the buffer in place, and message_too_large then left it moved.
+  const bytes message = sample_message(4000);
+  const auto snappy_worst = [](std::span<const std::byte> source, pmrkit::byte_buffer& out) {
+    const std::size_t n = 32 + source.size() + source.size() / 6;
+    const std::vector<std::byte> written(n, std::byte{0x42});
+    out.append(written);
+    return n;
+  };
+  auto out = pmrkit::byte_buffer::make_standalone(std::pmr::new_delete_resource(), 4104);
+  out.append("xy", 2);
+  const std::byte* const storage = out.data();
+  CHECK_THROWS_AS(pmrkit::bson::wrap_op_compressed(message, pmrkit::bson::compressor_id_snappy,
+                                                   snappy_worst, out, 4500),
+                  message_too_large);
+  CHECK(out.data() == storage);
+  CHECK(out.capacity() == 4104);
+  CHECK(out.size() == 2);
+}
+
+TEST_CASE("unwrap copies the buffer once, when the decompressor grows it", "[bson][op_compressed]") {
+  // A buffer with room for the header but not the message: the header goes in place and the
+  // decompressor, which keeps the buffer as it was if it fails, makes the one copy.
+  const bytes message = sample_message(50'000);
+  xor_codec codec;
+  pmrkit::byte_buffer wrapped(std::pmr::new_delete_resource());
+  pmrkit::bson::wrap_op_compressed(message, test_codec_id, codec, wrapped);
+  const auto one_copy = [](std::span<const std::byte> source, pmrkit::byte_buffer& out,
+                           std::size_t max_output) -> std::size_t {
+    if (source.size() > max_output) throw codec_limit_error("over the limit");
+    pmrkit::byte_buffer larger = out.copy_with_room(source.size());
+    for (std::byte b : source) {
+      const std::byte x = b ^ std::byte{0x5A};
+      larger.append(&x, 1);
+    }
+    out = std::move(larger);
+    return source.size();
+  };
+  pmrkit::counting_resource counted;
+  auto out = pmrkit::byte_buffer::make_standalone(&counted, 1024);
+  out.append("abc", 3);
+  const auto before = counted.stats().allocations;
+  CHECK(pmrkit::bson::unwrap_op_compressed(wrapped.span(), test_codec_id, one_copy, out) ==
+        message.size());
+  CHECK(counted.stats().allocations == before + 1);
+  CHECK(bytes(out.data() + 3, out.data() + out.size()) == message);
+}
+
 TEST_CASE("a short message that declares a huge uncompressedSize takes no room for it",
           "[bson][op_compressed]") {
   // 30 bytes that claim 47 MB: the output buffer must not grow for the claim before the

@@ -19,8 +19,10 @@
 // Pure functions: thread-safe as far as the compressor and buffers passed in are used by one
 // thread. On a throw the output buffer is exactly as it was, its capacity and storage (data())
 // included: a result that needs more room is written into a larger copy that replaces the
-// buffer on success. (wrap leaves room for zstd's worst case, ZSTD_compressBound; a compressor
-// that writes more grows the buffer it is given.) Errors: wire_format_error for framing
+// buffer on success. For that, wrap leaves room for the worst case of the compressorId's
+// format (zstd's ZSTD_compressBound, snappy's, zlib's; the largest for another id), and a
+// decompressor must itself leave its buffer as it was when it throws (the contract of
+// decompress_function below; pmrkit::zstd::decompressor does). Errors: wire_format_error for framing
 // that is wrong (lengths, opcodes, compressor id, a payload that does not decompress to
 // exactly uncompressedSize bytes), message_too_large beyond max_message_bytes, and what the
 // compressor or decompressor throws, passed on as it is.
@@ -58,7 +60,8 @@ struct op_compressed_header {
 using compress_function =
     function_ref<std::size_t(std::span<const std::byte> source, byte_buffer& destination)>;
 // Appends what `source` decompresses to, and returns the bytes appended; it must throw, and
-// append nothing, rather than produce more than `max_output` bytes.
+// append nothing, rather than produce more than `max_output` bytes. When it throws it leaves
+// `destination` exactly as it was, its storage (data()) included: grow a copy, not the buffer.
 using decompress_function = function_ref<std::size_t(
     std::span<const std::byte> source, byte_buffer& destination, std::size_t max_output)>;
 
