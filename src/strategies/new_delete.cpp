@@ -15,8 +15,10 @@ class new_delete_strategy final : public std::pmr::memory_resource {
   void* do_allocate(std::size_t bytes, std::size_t alignment) override {
     return ::operator new(bytes, std::align_val_t(alignment));
   }
-  void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override {
-    ::operator delete(p, bytes, std::align_val_t(alignment));
+  // The unsized form: clang declares the sized one only with -fsized-deallocation, and
+  // libstdc++'s sized delete calls this one anyway.
+  void do_deallocate(void* p, std::size_t, std::size_t alignment) override {
+    ::operator delete(p, std::align_val_t(alignment));
   }
   bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
     return this == &other;
