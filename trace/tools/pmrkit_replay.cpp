@@ -3,12 +3,12 @@
 //   pmrkit-replay TRACE [--strategy SPEC]... [--repetitions N] [--json FILE] [--no-limit]
 //   pmrkit-replay TRACE --list-strategies
 //
-// TRACE is pmrkit's (pmrkit-record, recording_resource) or heaptrack's. Without --strategy,
-// every thread-safe registry strategy for a trace with threads alive at once, every strategy
-// otherwise (--list-strategies prints that list, one a line). Each row is the best of N replays: time
-// per operation, the most the strategy held (peak held: its upstream's peak, or for strategies
-// without one the process allocator's, from an extra untimed replay; see held_pass.hpp) and
-// that over the trace's peak live bytes. The `limit` row (also `--strategy limit`) replays on a
+// TRACE is pmrkit's (pmrkit-record, recording_resource) or heaptrack's. Without --strategy, every
+// thread-safe registry strategy for a trace with threads alive at once, every strategy otherwise
+// (--list-strategies prints that list, one a line). Each row is the best of N replays: time per
+// operation, the most the strategy held (peak held: its upstream's peak, or for strategies
+// without one the process allocator's, from an extra untimed replay; see held_pass.hpp) and that
+// over the trace's peak live bytes. The `limit` row (also `--strategy limit`) replays on a
 // resource that does no work: the replayer's own cost. --json FILE (- for stdout) writes every
 // repetition as Google-Benchmark-shaped JSON for bench/report (replay_json.hpp).
 #include <algorithm>

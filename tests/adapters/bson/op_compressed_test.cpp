@@ -241,7 +241,8 @@ TEST_CASE("a compressor that writes its format's worst case never moves the buff
   CHECK(out.size() == 2);
 }
 
-TEST_CASE("unwrap copies the buffer once, when the decompressor grows it", "[bson][op_compressed]") {
+TEST_CASE("unwrap copies the buffer once, when the decompressor grows it",
+          "[bson][op_compressed]") {
   // A buffer with room for the header but not the message: the header goes in place and the
   // decompressor, which keeps the buffer as it was if it fails, makes the one copy.
   const bytes message = sample_message(50'000);

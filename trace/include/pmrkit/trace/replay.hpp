@@ -1,15 +1,15 @@
 // pmrkit/trace/replay.hpp — replay a recorded trace on a memory resource and measure it.
 //
 // A multi-threaded trace replays each operation on the thread that made it; a free made on
-// another thread than its allocation waits until that allocation has happened (the trace's
-// order guarantees no cycle). Threads whose lifetimes do not overlap (one after another, as a
-// program that starts a thread per connection makes them) share one replay thread, which runs
-// them in turn, so that a trace of thousands of threads measures the resource, not the
-// scheduler; a trace whose threads never overlap (one thread, most often) replays on the
-// calling thread, where a resource bound to the thread that made it (mimalloc_heap) belongs. Blocks are never touched, only allocated and freed,
-// so what is timed is the resource's work plus the replayer's own (the `limit_resource` row
-// measures the latter). Blocks still live at the end are freed after the clock stops, on the
-// calling thread.
+// another thread than its allocation waits until that allocation has happened (the trace's order
+// guarantees no cycle). Threads whose lifetimes do not overlap (one after another, as a program
+// that starts a thread per connection makes them) share one replay thread, which runs them in
+// turn, so that a trace of thousands of threads measures the resource, not the scheduler; a trace
+// whose threads never overlap (one thread, most often) replays on the calling thread, where a
+// resource bound to the thread that made it (mimalloc_heap) belongs. Blocks are never touched,
+// only allocated and freed, so what is timed is the resource's work plus the replayer's own (the
+// `limit_resource` row measures the latter). Blocks still live at the end are freed after the
+// clock stops, on the calling thread.
 //
 // Thread-safety: a replay_plan is immutable and may be replayed from several calls at once;
 // replay() uses the resource from its replay threads at once, so a plan of several lanes needs

@@ -22,9 +22,9 @@
 // buffer on success. For that, wrap leaves room for the worst case of the compressorId's
 // format (zstd's ZSTD_compressBound, snappy's, zlib's; the largest for another id), and a
 // decompressor must itself leave its buffer as it was when it throws (the contract of
-// decompress_function below; pmrkit::zstd::decompressor does). Errors: wire_format_error for framing
-// that is wrong (lengths, opcodes, compressor id, a payload that does not decompress to
-// exactly uncompressedSize bytes), message_too_large beyond max_message_bytes, and what the
+// decompress_function below; pmrkit::zstd::decompressor does). Errors: wire_format_error for
+// framing that is wrong (lengths, opcodes, compressor id, a payload that does not decompress
+// to exactly uncompressedSize bytes), message_too_large beyond max_message_bytes, and what the
 // compressor or decompressor throws, passed on as it is.
 #pragma once
 
