@@ -6,7 +6,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <string>
 
 #include "pmrkit/trace/replay.hpp"
@@ -59,18 +58,14 @@ TEST_CASE("pmrkit-record --import-heaptrack reports the frees it could not pair"
   std::filesystem::create_directories(dir);
   const auto input = dir / "unpaired.txt";
   const auto output = dir / "unpaired.trace";
-  const auto summary = dir / "summary.txt";
   {
     std::ofstream text(input);
     text << "v 10400 3\na 40 1\n- 0\n- 0\n+ 0\n- 0\n";  // two frees of nothing heaptrack saw
   }
-  const std::string line = pmrkit::test::shell_quoted(PMRKIT_RECORD) + " -o " + pmrkit::test::shell_quoted(output.string()) +
-                           " --import-heaptrack " + pmrkit::test::shell_quoted(input.string()) + " 2>" +
-                           pmrkit::test::shell_quoted(summary.string());
-  const int status = std::system(line.c_str());
-  std::ifstream read_back(summary);
-  const std::string said((std::istreambuf_iterator<char>(read_back)),
-                         std::istreambuf_iterator<char>());
+  const auto [status, said] = pmrkit::test::run_for_stderr(
+      pmrkit::test::shell_quoted(PMRKIT_RECORD) + " -o " +
+      pmrkit::test::shell_quoted(output.string()) + " --import-heaptrack " +
+      pmrkit::test::shell_quoted(input.string()));
   std::filesystem::remove_all(dir);
   REQUIRE(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);

@@ -5,8 +5,6 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <set>
 #include <vector>
 #include <string>
@@ -187,16 +185,10 @@ TEST_CASE("pmrkit-record on an unmodified multi-threaded program (python3 buildi
 TEST_CASE("pmrkit-record refuses a recorder path that LD_PRELOAD cannot carry", "[record]") {
   // The loader would split it at the space, preload nothing, and the program run unrecorded.
   const auto trace = temp_trace("unpreloadable");
-  const auto said = std::filesystem::temp_directory_path() / "pmrkit_record_unpreloadable.txt";
-  const std::string line = "PMRKIT_RECORD_PRELOAD='/opt/my libs/libpmrkit_record_preload.so' " +
-                           pmrkit::test::shell_quoted(PMRKIT_RECORD) + " -o " +
-                           pmrkit::test::shell_quoted(trace.string()) + " -- /bin/true 2>" +
-                           pmrkit::test::shell_quoted(said.string());
-  const int status = std::system(line.c_str());
-  std::ifstream read_back(said);
-  const std::string message((std::istreambuf_iterator<char>(read_back)),
-                            std::istreambuf_iterator<char>());
-  std::filesystem::remove(said);
+  const auto [status, message] = pmrkit::test::run_for_stderr(
+      "PMRKIT_RECORD_PRELOAD='/opt/my libs/libpmrkit_record_preload.so' " +
+      pmrkit::test::shell_quoted(PMRKIT_RECORD) + " -o " +
+      pmrkit::test::shell_quoted(trace.string()) + " -- /bin/true");
   REQUIRE(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 1);
   CHECK_THAT(message, Catch::Contains("cannot be preloaded") && Catch::Contains("spaces"));
