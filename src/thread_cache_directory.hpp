@@ -1,7 +1,8 @@
 // Internal: per-thread caches of a shared object (a resource, a pool). Which caches exist, for
 // threads and for their owners, and how a thread's exit and an owner's destruction (or
-// release()) meet safely. size_class_engine and buffer_pool both keep their per-thread caches
-// here: each brings its cache type and what to do with a cache whose thread exits.
+// release()) meet safely. size_class_engine, buffer_pool and recording_resource keep their
+// per-thread caches here: each brings its cache type and what to do with a cache whose thread
+// exits.
 //
 // A cache_link ties one thread's cache to one owner. Both sides hold a reference; the last to
 // let go deletes it. `owner` holds the owner's key (its address, or another it chose) while
