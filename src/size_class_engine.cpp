@@ -952,6 +952,10 @@ void size_class_engine<Policy>::trim() noexcept {
     absorb_exiting_cache(own_cache_);
   }
   free_chunks(empty_chunks_.take_all());
+  // The large blocks' table, once none is out: trim() leaves only what live blocks need.
+  // (deallocate_large leaves it, so that alternating large calls do not remake it each time.)
+  const std::lock_guard lock(large_mutex_);
+  if (large_blocks_.size() == 0) free_table(large_blocks_);
 }
 
 template <class Policy>

@@ -5,8 +5,9 @@
 // release() returns every chunk whoever has it (a whole chunk out with a caller among them).
 // An open-addressing hash table whose storage comes from the same upstream: fault injection on
 // upstream reaches it, and the global heap is never used. Linear probing with backward-shift
-// deletion; the table doubles at 3/4 full and never shrinks until release_storage(). Not
-// thread-safe: the engine holds the table's mutex around every call.
+// deletion; the table doubles at 3/4 full and never shrinks until release_storage() (which the
+// engine calls for its large blocks' table once none is out, in trim()). Not thread-safe: the
+// engine holds the table's mutex around every call.
 #pragma once
 
 #include <bit>

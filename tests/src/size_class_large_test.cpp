@@ -133,3 +133,22 @@ TEMPLATE_TEST_CASE("size_class: a null large block is counted and leaves the tab
   CHECK(r.stats().large_unknown_deallocations == 1);
 }
 #endif
+
+TEMPLATE_TEST_CASE("size_class: trim() gives back the large blocks' table once none is out",
+                   "[size_class][large]", pmrkit::size_class_resource,
+                   pmrkit::size_class_unsync_resource) {
+  // trim() promises to leave only what live blocks need: the table that tracks large blocks
+  // (its storage from upstream) was kept after the last of them went.
+  pmrkit::counting_resource upstream(std::pmr::new_delete_resource());
+  TestType r(options(), &upstream);
+  deallocate_large(r, allocate_large(r, many));
+  r.trim();
+  CHECK(upstream.stats().bytes_in_use == 0);
+  CHECK(r.stats().bytes_from_upstream == 0);
+  // And it works again afterwards, the table made anew.
+  const std::vector<void*> again = allocate_large(r, 3);
+  CHECK(r.stats().large_live_blocks == 3);
+  deallocate_large(r, again);
+  r.trim();
+  CHECK(upstream.stats().bytes_in_use == 0);
+}
