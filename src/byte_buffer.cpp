@@ -114,8 +114,7 @@ void byte_buffer::reset() noexcept {
 
 byte_buffer byte_buffer::copy_with_room(std::size_t extra) const {
   if (extra > max_buffer_size - size_) throw_too_large("copy_with_room", size_, extra);
-  const std::size_t needed = size_ + extra;
-  const std::size_t capacity = needed <= capacity_ ? needed : growth_target(needed);
+  const std::size_t capacity = size_ + extra;
   byte_buffer copy =
       pool_ != nullptr ? pool_->acquire(capacity) : make_standalone(resource(), capacity);
   if (size_ > 0) std::memcpy(copy.data_, data_, size_);
@@ -123,14 +122,10 @@ byte_buffer byte_buffer::copy_with_room(std::size_t extra) const {
   return copy;
 }
 
-// Geometric growth keeps a run of appends amortised O(1).
-std::size_t byte_buffer::growth_target(std::size_t capacity) const noexcept {
-  if (capacity_ <= max_buffer_size / 2 && capacity_ * 2 > capacity) return capacity_ * 2;
-  return capacity;
-}
-
 void byte_buffer::grow_to(std::size_t capacity) {
-  const std::size_t target = growth_target(capacity);
+  // Geometric growth keeps a run of appends amortised O(1).
+  std::size_t target = capacity;
+  if (capacity_ <= max_buffer_size / 2 && capacity_ * 2 > target) target = capacity_ * 2;
 
   if (pool_ != nullptr) {
     // A pooled buffer takes its larger block from the pool too, so that growth in steady state

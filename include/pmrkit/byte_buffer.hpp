@@ -59,9 +59,9 @@ class byte_buffer {
   void clear() noexcept { size_ = 0; }
 
   // A copy of this buffer's bytes in new storage, from the same pool (or the same resource),
-  // with room for `extra` bytes more (exactly, if that fits in this buffer's capacity; else
-  // grown as reserve() grows, so that appends through copies stay amortised O(1)), for an
-  // operation that must leave this buffer exactly as it was,
+  // with room for exactly `extra` bytes more (unless a pool rounds it up: a decompressor sizes
+  // its output by its limit; a caller that appends through copies again and again asks for at
+  // least the capacity it has, so that the copies double), for an operation that must leave this buffer exactly as it was,
   // storage included, if it fails part way: work in the copy, and move it here once nothing
   // can fail. Throws
   // std::length_error if size() + extra is past the largest buffer size, and what the pool or
@@ -83,7 +83,6 @@ class byte_buffer {
               std::size_t capacity) noexcept
       : resource_(resource), pool_(pool), data_(data), capacity_(capacity) {}
   void grow_to(std::size_t capacity);
-  std::size_t growth_target(std::size_t capacity) const noexcept;
 
   std::pmr::memory_resource* resource_ = nullptr;
   buffer_pool* pool_ = nullptr;

@@ -59,7 +59,9 @@ class all_or_nothing {
   all_or_nothing(byte_buffer& out, std::size_t most, std::size_t first)
       : out_(out),
         fits_(out.capacity() - out.size() >= most),
-        larger_(fits_ ? byte_buffer() : out.copy_with_room(first)),
+        // At least doubling, as an append grows a buffer, so that messages appended one
+        // after another to one buffer copy it a logarithmic number of times.
+        larger_(fits_ ? byte_buffer() : out.copy_with_room(std::max(first, out.capacity()))),
         guard_(target()) {}
   byte_buffer& target() noexcept { return fits_ ? out_ : larger_; }
   void commit() noexcept {

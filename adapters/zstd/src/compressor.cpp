@@ -129,7 +129,10 @@ std::size_t compressor::compress(std::span<const std::byte> source, byte_buffer&
   // that replaces it only on success: a failure leaves its storage alone, as decompress does.
   const std::size_t start = destination.size();
   const bool fits = destination.capacity() - start >= bound;
-  byte_buffer larger = fits ? byte_buffer() : destination.copy_with_room(bound);
+  // At least doubling, as an append grows a buffer: frames appended one after another to one
+  // buffer copy it a logarithmic number of times, not once a frame.
+  byte_buffer larger =
+      fits ? byte_buffer() : destination.copy_with_room(std::max(bound, destination.capacity()));
   byte_buffer& target = fits ? destination : larger;
   const std::size_t written = ZSTD_compress2(impl_->context, target.data() + start, bound,
                                              source.data(), source.size());
