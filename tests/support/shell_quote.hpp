@@ -1,8 +1,7 @@
 // For tests that run a command line through the shell (std::system, popen): a word quoted so
 // that the shell passes it on as one argument whatever it holds, as a path under a directory
-// whose name has a space in it; a command run for what it says on stderr; and whether a path
-// can go into LD_PRELOAD at all: the dynamic loader splits that list at spaces and colons, with
-// no way to escape either.
+// whose name has a space in it; and a command run for what it says on stderr. (Whether a path
+// can go into LD_PRELOAD at all is decided when the tests are configured: tests/CMakeLists.txt.)
 #pragma once
 
 #include <stdio.h>
@@ -39,10 +38,6 @@ inline shell_result run_for_stderr(const std::string& command) {
   while ((n = std::fread(chunk, 1, sizeof chunk, pipe)) > 0) result.stderr_text.append(chunk, n);
   result.status = ::pclose(pipe);
   return result;
-}
-
-inline bool preloadable(std::string_view path) {
-  return path.find_first_of(" :") == std::string_view::npos;
 }
 
 }  // namespace pmrkit::test
