@@ -20,7 +20,9 @@ class oversize_blocks {
 
   void* allocate(std::pmr::memory_resource* upstream, std::size_t bytes, std::size_t alignment) {
     const std::size_t offset = header_offset(alignment);
-    if (bytes > SIZE_MAX - offset) throw std::bad_alloc();
+    // Not SIZE_MAX: an upstream over libstdc++'s aligned operator new wraps sizes near it to a
+    // tiny block, and no object exceeds PTRDIFF_MAX bytes.
+    if (bytes > PTRDIFF_MAX - offset) throw std::bad_alloc();
     // At least one byte past the header, so that a zero-byte block lies inside what upstream
     // gave rather than at its end, where another of upstream's blocks may begin.
     const std::size_t total = offset + std::max<std::size_t>(bytes, 1);

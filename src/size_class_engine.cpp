@@ -6,6 +6,7 @@
 #include <bit>
 #include <cassert>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <exception>
 #include <new>
@@ -840,6 +841,9 @@ void size_class_engine<Policy>::free_chunks(chunk_header* chain) noexcept {
 
 template <class Policy>
 void* size_class_engine<Policy>::allocate_large(std::size_t bytes, std::size_t alignment) {
+  // No object exceeds PTRDIFF_MAX bytes, and an upstream over libstdc++'s aligned operator new
+  // would return a tiny block for a size near SIZE_MAX rather than fail.
+  if (bytes > PTRDIFF_MAX) throw std::bad_alloc();
   make_room_for(bytes);
   void* const block = upstream_->allocate(bytes, alignment);
   std::size_t table_grew_by = 0;

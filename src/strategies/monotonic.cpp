@@ -1,4 +1,7 @@
 // Strategy "monotonic": std::pmr::monotonic_buffer_resource, the per-request arena.
+#include <cstdint>
+#include <new>
+
 #include "strategy.hpp"
 
 namespace pmrkit::detail::strategies {
@@ -10,10 +13,24 @@ constexpr option_definition option_table[] = {
                 "default)"),
 };
 
+// libstdc++ 12 adds its chunk header to the request and rounds it up without checking, so a
+// size near SIZE_MAX wraps to a small buffer and the request is "served" from it. No object
+// exceeds PTRDIFF_MAX bytes: such requests are refused before the arithmetic.
+class bounded_monotonic final : public std::pmr::monotonic_buffer_resource {
+ public:
+  using monotonic_buffer_resource::monotonic_buffer_resource;
+
+ protected:
+  void* do_allocate(std::size_t bytes, std::size_t alignment) override {
+    if (bytes > PTRDIFF_MAX) throw std::bad_alloc();
+    return monotonic_buffer_resource::do_allocate(bytes, alignment);
+  }
+};
+
 resource_ptr make(option_reader& options, std::pmr::memory_resource* upstream) {
   const std::size_t initial = options.size("initial_size");
-  if (initial == 0) return std::make_unique<std::pmr::monotonic_buffer_resource>(upstream);
-  return std::make_unique<std::pmr::monotonic_buffer_resource>(initial, upstream);
+  if (initial == 0) return std::make_unique<bounded_monotonic>(upstream);
+  return std::make_unique<bounded_monotonic>(initial, upstream);
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 // Strategy "new_delete": the no-reuse baseline every comparison starts from.
+#include <cstdint>
 #include <new>
 
 #include "strategy.hpp"
@@ -13,6 +14,9 @@ namespace {
 // can hand out ownership and is_equal stays identity.
 class new_delete_strategy final : public std::pmr::memory_resource {
   void* do_allocate(std::size_t bytes, std::size_t alignment) override {
+    // libstdc++'s aligned operator new rounds a size within `alignment` of SIZE_MAX up past
+    // zero and returns a tiny block; no object can exceed PTRDIFF_MAX bytes anyway.
+    if (bytes > PTRDIFF_MAX) throw std::bad_alloc();
     return ::operator new(bytes, std::align_val_t(alignment));
   }
   // The unsized form: clang declares the sized one only with -fsized-deallocation, and

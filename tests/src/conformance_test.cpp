@@ -256,6 +256,32 @@ TEST_CASE("every strategy: an upstream that throws std::bad_alloc", "[conformanc
   }
 }
 
+// No object can be larger than PTRDIFF_MAX bytes, and libstdc++'s aligned operator new (which
+// new_delete_resource(), the usual upstream, calls) rounds a size within `alignment` of
+// SIZE_MAX up past zero and returns a tiny block: a resource that passes such a request on, or
+// adds its own header to it, must refuse it first.
+TEST_CASE("every strategy: a request larger than any object throws std::bad_alloc",
+          "[conformance]") {
+  const std::string name = GENERATE(from_range(all_strategy_names()));
+  CAPTURE(name);
+  auto r = pmrkit::make_resource(name);  // over the default resource: new_delete_resource()
+  constexpr std::size_t largest = SIZE_MAX;
+  const std::size_t just_too_large = std::size_t{PTRDIFF_MAX} + 1;
+  for (const std::size_t alignment : {1, 8, 16, 64, 4096}) {
+    for (const std::size_t bytes : {largest, largest - 1, largest - 7, largest - 40,
+                                    largest - 43, largest - 4095, largest - 5000,
+                                    just_too_large}) {
+      CAPTURE(alignment, bytes);
+      CHECK_THROWS_AS(r->allocate(bytes, alignment), std::bad_alloc);
+    }
+  }
+  // And the resource still works.
+  void* p = r->allocate(100, 16);
+  fill_pattern(p, 100, 5);
+  CHECK(check_pattern(p, 100, 5));
+  r->deallocate(p, 100, 16);
+}
+
 TEST_CASE("every strategy: is_equal is identity", "[conformance]") {
   const std::string name = GENERATE(from_range(all_strategy_names()));
   CAPTURE(name);

@@ -3,6 +3,8 @@
 // here to show that a strategy added the documented way (this one file and one line in
 // list.txt) reaches strategies(), the conformance suite and the benchmark's strategy list.
 #include <algorithm>
+#include <cstdint>
+#include <new>
 
 #include "strategy.hpp"
 
@@ -70,6 +72,8 @@ class exact_fit_resource final : public std::pmr::memory_resource {
     if (h) {
       unlink(cached_, h);
     } else {
+      // No object exceeds PTRDIFF_MAX bytes; the header must not wrap a larger request.
+      if (bytes > PTRDIFF_MAX - offset(alignment)) throw std::bad_alloc();
       void* raw = upstream_->allocate(offset(alignment) + bytes, upstream_alignment(alignment));
       h = ::new (raw) header{nullptr, nullptr, bytes, alignment};
     }

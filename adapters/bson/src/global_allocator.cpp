@@ -34,7 +34,8 @@ void* allocate_aligned(std::size_t alignment, std::size_t bytes) noexcept {
   if (alignment < base_alignment) alignment = base_alignment;
   // The resource gives base_alignment; the header plus padding up to `alignment` then take at
   // most `alignment` bytes in front of the block.
-  if (bytes > SIZE_MAX - alignment) return nullptr;
+  // PTRDIFF_MAX: no object is larger, and libstdc++'s aligned new wraps sizes near SIZE_MAX.
+  if (bytes > PTRDIFF_MAX - alignment) return nullptr;
   const std::size_t total = bytes + alignment;
   void* raw;
   try {

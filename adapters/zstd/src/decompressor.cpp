@@ -69,7 +69,8 @@ struct decompressor::impl {
   // it. Failure is reported to zstd as nullptr, which it turns into an error code.
   static void* allocate(void* opaque, std::size_t bytes) noexcept {
     auto* self = static_cast<impl*>(opaque);
-    if (bytes > SIZE_MAX - block_alignment) return nullptr;
+    // PTRDIFF_MAX: no object is larger, and libstdc++'s aligned new wraps sizes near SIZE_MAX.
+    if (bytes > PTRDIFF_MAX - block_alignment) return nullptr;
     try {
       auto* block = static_cast<std::byte*>(
           self->resource->allocate(bytes + block_alignment, block_alignment));
