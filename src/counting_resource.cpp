@@ -34,8 +34,13 @@ void counting_resource::raise_peak(std::uint64_t in_use) noexcept {
 
 allocation_stats counting_resource::stats() const noexcept {
   allocation_stats s;
-  s.allocations = allocations_.load(std::memory_order_relaxed);
-  s.deallocations = deallocations_.load(std::memory_order_relaxed);
+  // Frees first: a free is counted (release) after its block's allocation was, so allocations
+  // read after it include every block whose free was seen, and blocks_in_use() cannot wrap.
+  // Only a reset_totals() between the two loads can break that; read again then.
+  do {
+    s.deallocations = deallocations_.load(std::memory_order_acquire);
+    s.allocations = allocations_.load(std::memory_order_acquire);
+  } while (s.deallocations > s.allocations);
   s.bytes_in_use = bytes_in_use_.load(std::memory_order_relaxed);
   // A reset may lower the peak just after an allocation raised bytes_in_use; never show less.
   s.peak_bytes_in_use =

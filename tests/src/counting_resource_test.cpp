@@ -54,6 +54,24 @@ TEST_CASE("counting_resource is exact under concurrent use", "[counting][concurr
   CHECK(s.peak_bytes_in_use <= 4u * 32);
 }
 
+TEST_CASE("counting_resource: a snapshot never has more frees than allocations",
+          "[counting][concurrent]") {
+  pmrkit::counting_resource counter(std::pmr::new_delete_resource());
+  std::atomic<bool> stop{false};
+  std::thread worker([&] {
+    while (!stop.load(std::memory_order_relaxed))
+      counter.deallocate(counter.allocate(8, 8), 8, 8);
+  });
+  std::uint64_t wrapped = 0;
+  for (int i = 0; i < 2'000'000; ++i) {
+    const auto s = counter.stats();
+    if (s.deallocations > s.allocations) ++wrapped;
+  }
+  stop = true;
+  worker.join();
+  CHECK(wrapped == 0);
+}
+
 TEST_CASE("counting_resource: reset_totals() loses no count of a concurrent allocate or free",
           "[counting][concurrent]") {
   pmrkit::counting_resource counter(std::pmr::new_delete_resource());
