@@ -167,10 +167,14 @@ std::size_t option_reader::size(std::string_view key) {
   const std::string* text = value_of(key);
   if (!text) return option.default_size;
   std::size_t value = 0;
-  const bool fits = parse_size(*text, value) && value >= option.min && value <= option.max;
-  if (!fits || (option.kind == option_kind::power_of_two && (value & (value - 1)) != 0))
+  // The format hint only for text that is not a size at all: "max_pooled=2M" is well formed
+  // and merely out of range.
+  if (!parse_size(*text, value))
     reject(key, "allowed: " + describe_allowed(option) +
-                    (fits ? "" : " (a number, optionally with a K, M or G suffix: 64K, 64KiB)"));
+                    " (a number, optionally with a K, M or G suffix: 64K, 64KiB)");
+  if (value < option.min || value > option.max ||
+      (option.kind == option_kind::power_of_two && (value & (value - 1)) != 0))
+    reject(key, "allowed: " + describe_allowed(option));
   return value;
 }
 
