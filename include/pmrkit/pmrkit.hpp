@@ -11,6 +11,7 @@
 #include "pmrkit/counting_resource.hpp"
 #include "pmrkit/function_ref.hpp"
 #include "pmrkit/mimalloc_resource.hpp"
+#include "pmrkit/recording_resource.hpp"
 #include "pmrkit/registry.hpp"
 #include "pmrkit/single_writer_counter.hpp"
 #include "pmrkit/size_class_resource.hpp"

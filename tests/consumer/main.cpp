@@ -2,6 +2,7 @@
 // if every strategy can be made by name and serves a pmr container, and a pooled buffer is
 // reused.
 #include <cstdio>
+#include <type_traits>
 #include <memory_resource>
 #include <string>
 #include <vector>
@@ -11,6 +12,9 @@
 #ifdef PMRKIT_CONSUMER_ADAPTERS
 int run_adapters(std::pmr::memory_resource* resource);
 #endif
+
+// The umbrella header brings every core class, the recorder included.
+static_assert(std::is_base_of_v<std::pmr::memory_resource, pmrkit::recording_resource>);
 
 int main() {
   int failures = 0;
