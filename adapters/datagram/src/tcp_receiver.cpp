@@ -89,6 +89,15 @@ const tcp_receiver_options& checked(const tcp_receiver_options& options) {
   return options;
 }
 
+// Whether anything (bytes, the peer's close, an error) waits unread on the connection: one
+// wait hands on at most events_per_wait ready connections, so a connection whose bytes came
+// in time may not have been read yet when its idle deadline is checked.
+bool has_unread_input(int fd) {
+  char byte;
+  const ssize_t got = ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  return got >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
 }  // namespace
 
 struct tcp_receiver::impl {
@@ -165,6 +174,7 @@ struct tcp_receiver::impl {
   single_writer_counter<std::uint64_t> accept_failures;
   single_writer_counter<std::uint64_t> resets;
   single_writer_counter<std::uint64_t> idle_closed;
+  single_writer_counter<std::uint64_t> closed_by_exception;
   single_writer_counter<std::size_t> open;
 };
 
@@ -243,7 +253,10 @@ void tcp_receiver::impl::admit(detail::unique_fd&& owned, const peer_address& pe
   };
   try {
     c = std::make_unique<connection>(std::move(owned), peer, next_id++, pool, framing, now);
-    connections.reserve(connections.size() + 1);
+    // Geometric: libstdc++ reserves exactly what is asked, and one more at a time would copy
+    // the whole set on every accept.
+    if (connections.size() == connections.capacity())
+      connections.reserve(std::max<std::size_t>(16, 2 * connections.capacity()));
     std::tie(held, new_entry) = connections_per_host.try_emplace(c->host, 0);
     watch(c->fd.get(), c.get());
   } catch (const socket_error&) {  // the kernel would not watch it: this connection only
@@ -316,6 +329,8 @@ int tcp_receiver::impl::idle_check_within(int timeout_ms) const {
 }
 
 // Closes every connection that has sent nothing for idle_timeout, and notes when to look next.
+// A connection with input waiting is not idle: it counts as active now and is read by the
+// next wait. One closed with a frame begun loses it, which counts as cut.
 void tcp_receiver::impl::close_idle() {
   if (!next_idle_check || now < *next_idle_check) return;
   const std::chrono::milliseconds timeout = receiver.options_.idle_timeout;
@@ -323,9 +338,12 @@ void tcp_receiver::impl::close_idle() {
   // Backwards: close() moves the last connection into the closed one's place.
   for (std::size_t i = connections.size(); i-- > 0;) {
     connection& c = *connections[i];
+    if (detail::later_by(c.last_active, timeout) <= now && has_unread_input(c.fd.get()))
+      c.last_active = now;
     const clock::time_point due = detail::later_by(c.last_active, timeout);
     if (due <= now) {
       idle_closed.add();
+      if (c.framer.has_partial_frame()) cut_at_close.add();
       close(c);
     } else if (!next_idle_check || due < *next_idle_check) {
       next_idle_check = due;
@@ -370,6 +388,7 @@ std::size_t tcp_receiver::impl::service(connection& c, tcp_frame_handler& handle
     try {
       error = c.framer.feed({read_buffer.data(), static_cast<std::size_t>(got)}, on_frame);
     } catch (...) {
+      closed_by_exception.add();
       close(c);
       throw;
     }
@@ -460,7 +479,8 @@ tcp_receiver_stats tcp_receiver::stats() const noexcept {
           .cut_at_close = i.cut_at_close.get(),
           .accept_failures = i.accept_failures.get(),
           .connections_reset = i.resets.get(),
-          .idle_closed = i.idle_closed.get()};
+          .idle_closed = i.idle_closed.get(),
+          .closed_by_exception = i.closed_by_exception.get()};
 }
 
 std::size_t tcp_receiver::open_connections() const noexcept {

@@ -10,6 +10,8 @@
 #include <chrono>
 #include <future>
 #include <map>
+#include <memory_resource>
+#include <new>
 #include <memory>
 #include <set>
 #include <string>
@@ -246,10 +248,32 @@ TEST_CASE("tcp_receiver closes and counts a connection idle for idle_timeout", "
              [&] { rx.poll_once(30s, [](tcp_frame&) { FAIL("nothing complete was sent"); }); });
   CHECK(rx.stats().idle_closed == 2);
   CHECK(rx.stats().connections_closed == 2);
-  CHECK(rx.stats().cut_at_close == 0);  // closed by the receiver, not ended by the peer
+  CHECK(rx.stats().cut_at_close == 1);  // the frame `cut` had begun is lost
   CHECK(rx.open_connections() == 0);
   CHECK(idle.closed_by_peer());
   CHECK(cut.closed_by_peer());
+}
+
+TEST_CASE("tcp_receiver does not close as idle a connection whose bytes wait unread",
+          "[tcp]") {
+  // One wait hands on at most 64 ready connections; the rest are read by the next. Their
+  // bytes came in time, so the idle check between the two waits must not close them.
+  tcp_receiver rx({.max_connections_per_peer = 128, .idle_timeout = 200ms});
+  std::vector<std::unique_ptr<tcp_client>> clients;
+  constexpr std::size_t connections = 100;
+  for (std::size_t i = 0; i < connections; ++i)
+    clients.push_back(std::make_unique<tcp_client>(rx.local_port()));
+  poll_until([&] { return rx.open_connections() == connections; },
+             [&] { rx.poll_once(10ms, [](tcp_frame&) {}); });
+  REQUIRE(rx.open_connections() == connections);
+  for (auto& client : clients) REQUIRE(client->send("<13>hello\n"));
+  std::this_thread::sleep_for(300ms);  // every connection is now past its idle deadline
+  collected c;
+  rx.poll_once(0ms, [&](tcp_frame& f) { c.frames.push_back(as_string(f.bytes())); });
+  CHECK(c.frames.size() < connections);  // the case this test is for: some left for later
+  serve_until(rx, c, connections);
+  CHECK(c.frames.size() == connections);
+  CHECK(rx.stats().idle_closed == 0);
 }
 
 TEST_CASE("tcp_receiver forgets a closed connection that a forked child still holds", "[tcp]") {
@@ -430,7 +454,61 @@ TEST_CASE("tcp_receiver closes the connection whose message made the handler thr
   });
   CHECK(caught);
   CHECK(rx.open_connections() == 0);
+  CHECK(rx.stats().closed_by_exception == 1);
+  CHECK(rx.stats().framing_errors == 0);
   CHECK(client.closed_by_peer());
+}
+
+// new_delete_resource() until told to fail.
+class switchable_resource final : public std::pmr::memory_resource {
+ public:
+  bool failing = false;
+
+ private:
+  void* do_allocate(std::size_t bytes, std::size_t alignment) override {
+    if (failing) throw std::bad_alloc();
+    return std::pmr::new_delete_resource()->allocate(bytes, alignment);
+  }
+  void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override {
+    std::pmr::new_delete_resource()->deallocate(p, bytes, alignment);
+  }
+  bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
+    return this == &other;
+  }
+};
+
+TEST_CASE("tcp_receiver counts a connection closed because memory ran out as it received",
+          "[tcp]") {
+  switchable_resource memory;
+  tcp_receiver rx({}, &memory);
+  tcp_client client(rx.local_port());
+  REQUIRE(client.send("<13>warm\n"));
+  collected c;
+  serve_until(rx, c, 1);
+  REQUIRE(c.frames.size() == 1);
+  memory.failing = true;
+  REQUIRE(client.send("<13>" + std::string(3000, 'x') + "\n"));  // needs a larger buffer
+  bool threw = false;
+  poll_until([&] { return threw; }, [&] {
+    try {
+      rx.poll_once(100ms, [](tcp_frame&) {});
+    } catch (const std::bad_alloc&) {
+      threw = true;
+    }
+  });
+  REQUIRE(threw);
+  const tcp_receiver_stats s = rx.stats();
+  CHECK(s.closed_by_exception == 1);
+  CHECK(s.connections_closed == 1);
+  CHECK(s.framing_errors == 0);
+  CHECK(rx.open_connections() == 0);
+  CHECK(client.closed_by_peer());
+  // Memory back: the receiver serves on.
+  memory.failing = false;
+  tcp_client next(rx.local_port());
+  REQUIRE(next.send("<13>after\n"));
+  serve_until(rx, c, 2);
+  CHECK(c.frames.back() == "<13>after");
 }
 
 TEST_CASE("tcp_receiver::stop ends run() promptly from another thread", "[tcp][concurrent]") {

@@ -62,13 +62,17 @@ struct tcp_receiver_stats {
   std::uint64_t connections_closed = 0;    // for any reason
   std::uint64_t connections_rejected = 0;  // over max_connections or max_connections_per_peer
   std::uint64_t framing_errors = 0;        // connections closed for breaking the framing
-  std::uint64_t cut_at_close = 0;          // connections that ended inside a frame (closed or
-                                           // reset)
+  std::uint64_t cut_at_close = 0;          // connections that ended inside a frame, its begun
+                                           // part lost: the peer closed or reset, or it went
+                                           // idle (counted in idle_closed too)
   std::uint64_t accept_failures = 0;       // accept() found no descriptor or memory; accepting
                                            // then pauses 100 ms (the connection waits queued).
                                            // Also a connection epoll would not watch (closed)
   std::uint64_t connections_reset = 0;     // ended by the peer with a reset (RST) or an error
   std::uint64_t idle_closed = 0;           // closed after sending nothing for idle_timeout
+  std::uint64_t closed_by_exception = 0;   // closed because the handler or the resource threw
+                                           // while its bytes were handed on: the rest of what
+                                           // it had sent, and will send, is lost
 };
 
 // What the message handler receives. `buffer` holds exactly the message (no count, no LF).
