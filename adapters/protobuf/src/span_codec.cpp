@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <bit>
 #include <climits>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -340,7 +341,13 @@ bool span_parser::parse(std::span<const std::byte> bytes,
   // reaches the arena's default (heap) allocation, which the parser counts and learns from.
   ::google::protobuf::Arena arena(arena_on(block));
   auto* message = ::google::protobuf::Arena::CreateMessage<ssf::SSFSpan>(&arena);
-  const bool parsed = message->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
+  bool parsed = false;
+  try {
+    parsed = message->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
+  } catch (const std::bad_alloc&) {  // the heap, for strings and arena growth
+    allocation_failures_.add();
+    throw;
+  }
   learn_arena_block(arena.SpaceAllocated(), arena.SpaceUsed(), block.capacity());
   if (!parsed) {
     parse_errors_.add();

@@ -384,6 +384,22 @@ TEST_CASE("span_parser and the encoder pass on a failing resource's error, leaki
   CHECK(counted.stats().bytes_in_use == 0);
 }
 
+TEST_CASE("span_parser counts a parse that the heap fails", "[protobuf]") {
+  // libprotobuf takes strings over 15 bytes ("checkout-service") from the heap, not the arena.
+  pmrkit::buffer_pool pool;
+  span_encoder encoder(pool);
+  span_parser parser(pool);
+  const pmrkit::byte_buffer bytes = encoder.encode(example_span());
+  REQUIRE(parser.parse(bytes.span(), [](const span_view&) {}));
+  pmrkit::test::global_heap::fail_at(1);
+  CHECK_THROWS_AS(parser.parse(bytes.span(), [](const span_view&) {}), std::bad_alloc);
+  CHECK(pmrkit::test::global_heap::fired());
+  pmrkit::test::global_heap::disarm();
+  const span_parser_stats s = parser.stats();
+  CHECK(s.parsed + s.parse_errors + s.allocation_failures == 2);
+  CHECK(s.allocation_failures == 1);
+}
+
 TEST_CASE("span_parser rejects impossible arena sizes", "[protobuf]") {
   pmrkit::buffer_pool pool;
   CHECK_THROWS_AS(span_parser(pool, {.initial_arena_block = 10}), std::invalid_argument);

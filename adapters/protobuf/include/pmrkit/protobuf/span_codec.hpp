@@ -141,8 +141,9 @@ struct span_parser_options {
 struct span_parser_stats {
   std::uint64_t parsed = 0;           // spans handed to the callback
   std::uint64_t parse_errors = 0;     // datagrams that are not a valid span: counted, skipped
-  // Datagrams not parsed because the arena block could not be allocated; the std::bad_alloc
-  // reached the caller. parsed + parse_errors + allocation_failures = datagrams offered.
+  // Datagrams not parsed because memory ran out (the arena block from the pool, or the heap
+  // that libprotobuf takes long strings and arena growth from); the std::bad_alloc reached the
+  // caller. parsed + parse_errors + allocation_failures = datagrams offered.
   std::uint64_t allocation_failures = 0;
   std::uint64_t arena_overflows = 0;  // parses that needed arena memory beyond the block
   std::size_t arena_block = 0;        // the block size the next parse will use
