@@ -7,9 +7,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstdint>
 #include <cstring>
 #include <deque>
-#include <cstdint>
+#include <iterator>
+#include <string>
 #include <map>
 #include <mutex>
 #include <new>
@@ -84,6 +86,10 @@ std::string describe(const block_record& r) {
 std::string call(const char* what, const void* p, std::size_t bytes, std::size_t alignment) {
   return std::string(what) + "(" + address(p) + ", " + std::to_string(bytes) + ", " +
          std::to_string(alignment) + ")";
+}
+
+std::string allocate_call(std::size_t bytes, std::size_t alignment) {
+  return "allocate(" + std::to_string(bytes) + ", " + std::to_string(alignment) + ")";
 }
 
 // Damage to the guard bytes of a block (live or freed); `when` says what found it.
@@ -286,7 +292,7 @@ void* checked_resource::do_allocate(std::size_t bytes, std::size_t alignment) {
   if (!is_power_of_two(alignment)) {
     ++s.counters.violations;
     s.raise({allocation_violation::bad_alignment,
-             call("allocate", nullptr, bytes, alignment) +
+             allocate_call(bytes, alignment) +
                  ": the alignment must be a power of two"});
   }
 
@@ -320,22 +326,32 @@ void* checked_resource::do_allocate(std::size_t bytes, std::size_t alignment) {
   const std::size_t raw_bytes = std::max<std::size_t>(front + bytes + back, 1);
   auto* raw = static_cast<std::byte*>(s.upstream->allocate(raw_bytes, alignment));
   const block_record record{raw, raw_bytes, front, bytes, alignment, 0, 0};
-  std::pair<std::map<std::uintptr_t, block_record>::iterator, bool> placed;
+  const auto key = reinterpret_cast<std::uintptr_t>(record.user());
+  // The blocks held (live or in quarantine) are disjoint and ordered alike by address, so a new
+  // one that overlaps any of them overlaps the one just below it or the one just above.
+  auto next = s.blocks.lower_bound(key);
+  const block_record* overlapped = nullptr;
+  if (next != s.blocks.end() && next->second.raw < raw + raw_bytes) overlapped = &next->second;
+  if (next != s.blocks.begin()) {
+    const block_record& below = std::prev(next)->second;
+    if (below.raw + below.raw_bytes > raw) overlapped = &below;
+  }
+  if (overlapped) {
+    ++s.counters.violations;
+    s.upstream->deallocate(raw, raw_bytes, alignment);
+    s.raise({allocation_violation::corrupt_upstream,
+             "upstream returned " + address(raw) + " (" + std::to_string(raw_bytes) +
+                 " bytes) for " + allocate_call(bytes, alignment) +
+                 ", overlapping " + describe(*overlapped) + ", which it holds"});
+  }
+  std::map<std::uintptr_t, block_record>::iterator placed;
   try {
-    placed = s.blocks.emplace(reinterpret_cast<std::uintptr_t>(record.user()), record);
+    placed = s.blocks.emplace_hint(next, key, record);
   } catch (...) {
     s.upstream->deallocate(raw, raw_bytes, alignment);
     throw;
   }
-  if (!placed.second) {
-    ++s.counters.violations;
-    s.upstream->deallocate(raw, raw_bytes, alignment);
-    s.raise({allocation_violation::corrupt_upstream,
-             "upstream returned " + address(record.user()) + " for " +
-                 call("allocate", nullptr, bytes, alignment) + ", an address already used by " +
-                 describe(placed.first->second)});
-  }
-  block_record& r = placed.first->second;
+  block_record& r = placed->second;
   r.serial = s.next_serial++;
   s.counters.upstream_bytes_in_use += raw_bytes;
   std::memset(r.raw, std::to_integer<int>(guard_fill), front);

@@ -318,9 +318,43 @@ TEST_CASE("checked: verify() finds an overrun of a live block", "[checked]") {
 TEST_CASE("checked: an alignment that is not a power of two", "[checked]") {
   checked_resource r(throwing());
   volatile std::size_t three = 3;  // hidden from clang, which rejects a constant non-power of two
-  CHECK(caught([&] { (void)r.allocate(8, three); }).violation() ==
-        allocation_violation::bad_alignment);
+  const allocation_error e = caught([&] { (void)r.allocate(8, three); });
+  CHECK(e.violation() == allocation_violation::bad_alignment);
+  CHECK_THAT(e.what(), Contains("allocate(8, 3)"));  // the call as made: no pointer in it
   CHECK(r.stats().allocations == 0);
+}
+
+// Hands out addresses `step` bytes apart in one buffer and takes nothing back: a broken
+// upstream, which gives a block that overlaps one it gave before (or is the same, for 0).
+class overlapping_upstream final : public std::pmr::memory_resource {
+ public:
+  explicit overlapping_upstream(std::size_t step) : step_(step) {}
+  std::size_t returned = 0;
+
+ private:
+  void* do_allocate(std::size_t, std::size_t) override { return buffer_ + step_ * given_++; }
+  void do_deallocate(void*, std::size_t, std::size_t) override { ++returned; }
+  bool do_is_equal(const std::pmr::memory_resource& o) const noexcept override {
+    return this == &o;
+  }
+  alignas(64) std::byte buffer_[4096];
+  std::size_t step_;
+  std::size_t given_ = 0;
+};
+
+TEST_CASE("checked: an upstream that hands out a block overlapping one it holds", "[checked]") {
+  const std::size_t step = GENERATE(0, 16, 64);  // the same address; inside; the guards only
+  CAPTURE(step);
+  overlapping_upstream upstream(step);
+  checked_resource r(throwing(), &upstream);
+  void* first = r.allocate(64, 8);  // 16 guard bytes each side: 96 bytes from upstream
+  const allocation_error e = caught([&] { (void)r.allocate(64, 8); });
+  CHECK(e.violation() == allocation_violation::corrupt_upstream);
+  CHECK_THAT(e.what(), Contains("allocate(64, 8)") && Contains("overlapping block #"));
+  CHECK(upstream.returned == 1);  // the bad block went back; the first is untouched
+  CHECK(r.live_blocks().size() == 1);
+  CHECK(all_bytes(first, 64, 0xCD));
+  r.deallocate(first, 64, 8);
 }
 
 TEST_CASE("checked: blocks live at destruction are listed, and all memory goes back",
