@@ -3,7 +3,7 @@
 // Receivers call a handler once per message and codecs call back once per element; std::function
 // would allocate for a capturing lambda and cost a copy, so they take this instead: two pointers,
 // built from any callable that outlives the call it is passed to (a lambda written at the call
-// site does). A function_ref<void(...)> accepts a callable that returns a value and drops it, as
+// site does; a function always does). A function_ref<void(...)> accepts a callable that returns a value and drops it, as
 // std::function does. It owns nothing and is copied by value; it is as thread-safe as the
 // referenced callable.
 #pragma once
@@ -25,21 +25,48 @@ class function_ref<Result(Args...)> {
     requires(!std::is_same_v<std::remove_cvref_t<Callable>, function_ref> &&
              std::is_invocable_r_v<Result, Callable&, Args...>)
   function_ref(Callable&& callable) noexcept  // NOLINT: implicit, like a function pointer
-      : object_(const_cast<void*>(static_cast<const void*>(std::addressof(callable)))),
-        call_([](void* object, Args... args) -> Result {
-          auto& target = *static_cast<std::remove_reference_t<Callable>*>(object);
+      : target_(bind(callable)),
+        call_([](target t, Args... args) -> Result {
+          auto& callee = resolve<std::remove_reference_t<Callable>>(t);
           if constexpr (std::is_void_v<Result>) {
-            std::invoke(target, std::forward<Args>(args)...);
+            std::invoke(callee, std::forward<Args>(args)...);
           } else {
-            return std::invoke(target, std::forward<Args>(args)...);
+            return std::invoke(callee, std::forward<Args>(args)...);
           }
         }) {}
 
-  Result operator()(Args... args) const { return call_(object_, std::forward<Args>(args)...); }
+  Result operator()(Args... args) const { return call_(target_, std::forward<Args>(args)...); }
 
  private:
-  void* object_;
-  Result (*call_)(void*, Args...);
+  // A function is not an object: its address does not convert to void*, so it is kept as a
+  // function pointer of another type, which converts back exactly.
+  union target {
+    void* object;
+    void (*function)();
+  };
+
+  template <class Callee>
+  static target bind(Callee& callee) noexcept {
+    target t;
+    if constexpr (std::is_function_v<Callee>) {
+      t.function = reinterpret_cast<void (*)()>(&callee);
+    } else {
+      t.object = const_cast<void*>(static_cast<const void*>(std::addressof(callee)));
+    }
+    return t;
+  }
+
+  template <class Callee>
+  static Callee& resolve(target t) noexcept {
+    if constexpr (std::is_function_v<Callee>) {
+      return *reinterpret_cast<Callee*>(t.function);
+    } else {
+      return *static_cast<Callee*>(t.object);
+    }
+  }
+
+  target target_;
+  Result (*call_)(target, Args...);
 };
 
 }  // namespace pmrkit

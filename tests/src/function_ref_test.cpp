@@ -13,6 +13,8 @@ namespace {
 
 int call_twice(pmrkit::function_ref<int(int)> f, int x) { return f(f(x)); }
 
+int add_three(int x) { return x + 3; }
+
 }  // namespace
 
 TEST_CASE("function_ref passes arguments to the lambda and returns its result", "[function_ref]") {
@@ -46,6 +48,13 @@ TEST_CASE("function_ref forwards move-only arguments and converts results", "[fu
   auto name = [](const std::string& s) { return s + "!"; };
   pmrkit::function_ref<std::string(const std::string&)> g(name);
   CHECK(g("hi") == "hi!");
+}
+
+TEST_CASE("function_ref is built from a function, as from a function pointer", "[function_ref]") {
+  CHECK(call_twice(add_three, 1) == 7);
+  int (*pointer)(int) = add_three;
+  CHECK(call_twice(pointer, 2) == 8);
+  static_assert(std::is_nothrow_constructible_v<pmrkit::function_ref<int(int)>, int (&)(int)>);
 }
 
 TEST_CASE("function_ref<void(...)> accepts a callable that returns a value", "[function_ref]") {
