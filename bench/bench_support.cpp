@@ -54,7 +54,8 @@ std::string strategies_json(const std::vector<strategy_info>& all) {
     out << "  {\"name\": " << json_string(s.name) << ", \"summary\": " << json_string(s.summary)
         << ",\n   \"thread_safe\": " << boolean(s.thread_safe)
         << ", \"uses_upstream\": " << boolean(s.uses_upstream)
-        << ", \"reuses_memory\": " << boolean(s.reuses_memory) << ",\n   \"options\": [";
+        << ", \"reuses_memory\": " << boolean(s.reuses_memory)
+        << ", \"bound_to_thread\": " << boolean(s.bound_to_thread) << ",\n   \"options\": [";
     for (std::size_t j = 0; j < s.options.size(); ++j) {
       const option_info& o = s.options[j];
       out << (j ? ",\n" : "\n") << "     {\"name\": " << json_string(o.name)

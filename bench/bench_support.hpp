@@ -188,8 +188,8 @@ void run_row(benchmark::State& state, const std::string& key,
 // The strategy specs to run (all of strategies(), or the one named with --strategy).
 const std::vector<std::string>& strategy_specs();
 // The registry as JSON (what --pmrkit_list_strategies=json prints, and bench/report reads):
-// an array of {name, summary, thread_safe, uses_upstream, reuses_memory, options: [{name, kind,
-// default, min and max or allowed, description}]}.
+// an array of {name, summary, thread_safe, uses_upstream, reuses_memory, bound_to_thread,
+// options: [{name, kind, default, min and max or allowed, description}]}.
 std::string strategies_json(const std::vector<strategy_info>& all);
 
 // True if the spec names a strategy whose allocate/deallocate may be used from many threads.

@@ -1,5 +1,7 @@
 #include "pmrkit/mimalloc_resource.hpp"
 
+#include <cstdio>
+#include <cstdlib>
 #include <new>
 
 #include "mimalloc_loader.hpp"
@@ -33,11 +35,24 @@ mimalloc_heap_resource::mimalloc_heap_resource()
     : heap_(detail::mimalloc().heap_new()),
       heap_malloc_(detail::mimalloc().heap_malloc),
       heap_malloc_aligned_(detail::mimalloc().heap_malloc_aligned),
-      free_(detail::mimalloc().free) {
+      free_(detail::mimalloc().free),
+      owner_(std::this_thread::get_id()) {
   if (!heap_) throw std::bad_alloc();
 }
 
-mimalloc_heap_resource::~mimalloc_heap_resource() { detail::mimalloc().heap_destroy(heap_); }
+mimalloc_heap_resource::~mimalloc_heap_resource() {
+  if (std::this_thread::get_id() != owner_) {
+    // The heap is either gone (its thread ended, and mimalloc deleted it) or in that thread's
+    // use; destroying it from here would corrupt mimalloc, and a destructor cannot throw.
+    std::fputs("pmrkit: mimalloc_heap_resource destroyed on a thread other than the one that "
+               "created it; a mimalloc heap belongs to its thread (and is deleted when that "
+               "thread ends): destroy the resource on the thread that made it, before that "
+               "thread exits. Aborting.\n",
+               stderr);
+    std::abort();
+  }
+  detail::mimalloc().heap_destroy(heap_);
+}
 
 void* mimalloc_heap_resource::do_allocate(std::size_t bytes, std::size_t alignment) {
   void* p = alignment <= mimalloc_malloc_alignment

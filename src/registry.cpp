@@ -38,7 +38,7 @@ option_info info_of(const detail::option_definition& o) {
 
 strategy_info info_of(const strategy_definition& s) {
   strategy_info info{std::string(s.name), std::string(s.summary), s.can.thread_safe,
-                     s.can.uses_upstream, s.can.reuses_memory, {}};
+                     s.can.uses_upstream, s.can.reuses_memory, s.can.bound_to_thread, {}};
   for (const auto& o : s.options) info.options.push_back(info_of(o));
   return info;
 }

@@ -20,6 +20,7 @@ struct capabilities {
   bool thread_safe;
   bool uses_upstream;
   bool reuses_memory;
+  bool bound_to_thread = false;
 };
 
 using resource_ptr = std::unique_ptr<std::pmr::memory_resource>;

@@ -3,8 +3,11 @@
 // mimalloc_resource: mi_malloc (mi_malloc_aligned above 16-byte alignment) / mi_free.
 // Thread-safe; blocks may be freed on any thread. Every instance shares mimalloc's own
 // per-thread heaps; an instance only keeps the library's function pointers.
-// mimalloc_heap_resource: a private mi_heap. Single-threaded: allocate only on the thread that
-// created it (a mimalloc heap belongs to its thread); destroying it frees every block at once.
+// mimalloc_heap_resource: a private mi_heap. Single-threaded and bound to its thread: allocate
+// on, and destroy on, the thread that created it, before that thread exits (a mimalloc heap
+// belongs to its thread, and mimalloc deletes it when the thread ends); blocks may be freed on
+// any thread. Destroying it frees every block at once; destroyed on another thread, it prints
+// why and aborts rather than corrupt mimalloc's state.
 // Both take memory from mimalloc (the OS), not from an upstream resource. The library is
 // loaded privately on first construction (see src/mimalloc_loader.hpp); construction throws
 // std::runtime_error if it is not installed.
@@ -12,6 +15,7 @@
 
 #include <cstddef>
 #include <memory_resource>
+#include <thread>
 
 namespace pmrkit {
 
@@ -51,6 +55,7 @@ class mimalloc_heap_resource final : public std::pmr::memory_resource {
   void* (*heap_malloc_)(void* heap, std::size_t size);
   void* (*heap_malloc_aligned_)(void* heap, std::size_t size, std::size_t alignment);
   void (*free_)(void* p);
+  std::thread::id owner_;
 };
 
 }  // namespace pmrkit

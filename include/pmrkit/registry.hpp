@@ -51,6 +51,10 @@ struct strategy_info {
   // True when deallocate() makes memory available to later allocations (false for monotonic,
   // which frees only when destroyed).
   bool reuses_memory;
+  // True when the resource must be used, and destroyed, on the thread that made it
+  // (mimalloc_heap: a mimalloc heap belongs to its thread); a program that hands work to other
+  // threads makes such a resource on each of them.
+  bool bound_to_thread;
   std::vector<option_info> options;  // in the order the strategy documents them
 };
 

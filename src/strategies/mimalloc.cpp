@@ -29,7 +29,10 @@ extern const strategy_definition mimalloc_heap{
     .name = "mimalloc_heap",
     .summary = "a private mimalloc heap, freed all at once when the resource is destroyed; "
                "single-threaded (use it on the thread that created it); ignores upstream",
-    .can = {.thread_safe = false, .uses_upstream = false, .reuses_memory = true},
+    .can = {.thread_safe = false,
+            .uses_upstream = false,
+            .reuses_memory = true,
+            .bound_to_thread = true},
     .options = {},
     .make = make_private_heap,
 };

@@ -52,7 +52,8 @@ def main(argv):
     check(names and names[0] == results.BASELINE_STRATEGY,
           f"pmrkit_bench lists {names}: the baseline {results.BASELINE_STRATEGY} comes first")
     for s in library:
-        check({"summary", "thread_safe", "uses_upstream", "reuses_memory", "options"} <= set(s),
+        check({"summary", "thread_safe", "uses_upstream", "reuses_memory", "bound_to_thread",
+               "options"} <= set(s),
               f"{s['name']}: listed without its capabilities or options: {sorted(s)}")
         for o in s.get("options", []):
             check({"name", "kind", "default", "description"} <= set(o)

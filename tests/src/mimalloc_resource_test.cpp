@@ -7,10 +7,13 @@
 #include <catch2/catch.hpp>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <new>
 #include <set>
+#include <thread>
 #include <vector>
 
+#include "child_process.hpp"
 #include "test_resources.hpp"
 
 TEMPLATE_TEST_CASE("mimalloc: every block is aligned as asked and blocks do not overlap",
@@ -43,6 +46,35 @@ TEST_CASE("mimalloc: two heaps never hand out the same block", "[mimalloc]") {
   for (int i = 0; i < 100; ++i) from_a.insert(a.allocate(64, 8));
   for (int i = 0; i < 100; ++i) CHECK(from_a.count(b.allocate(64, 8)) == 0);
   // No block is freed one by one: destroying a heap frees all of its blocks at once.
+}
+
+TEST_CASE("mimalloc: a heap made and destroyed on another thread, with blocks freed here",
+          "[mimalloc]") {
+  std::vector<void*> blocks;
+  std::thread([&] {
+    pmrkit::mimalloc_heap_resource heap;
+    void* kept = heap.allocate(64, 8);
+    for (int i = 0; i < 100; ++i) blocks.push_back(heap.allocate(64, 8));
+    for (void* p : blocks) heap.deallocate(p, 64, 8);
+    heap.deallocate(kept, 64, 8);
+  }).join();
+  CHECK(blocks.size() == 100);
+}
+
+TEST_CASE("mimalloc: a heap destroyed after its thread ended aborts with the rule it broke",
+          "[mimalloc]") {
+  // mimalloc deleted the heap when its thread ended; destroying it again corrupted memory.
+  const auto outcome = pmrkit::test::run_in_child([] {
+    std::unique_ptr<pmrkit::mimalloc_heap_resource> heap;
+    std::thread([&] {
+      heap = std::make_unique<pmrkit::mimalloc_heap_resource>();
+      (void)heap->allocate(64, 8);
+    }).join();
+    heap.reset();
+  });
+  CHECK(outcome.aborted);
+  CHECK_THAT(outcome.stderr_text,
+             Catch::Matchers::Contains("destroyed on a thread other than the one that created it"));
 }
 
 TEMPLATE_TEST_CASE("mimalloc: an impossible request is std::bad_alloc", "[mimalloc]",

@@ -334,6 +334,7 @@ TEST_CASE("docs/strategies.md agrees with the registry", "[registry][docs]") {
       documented.insert(names[0]);
       const auto& s = find_info(all, names[0]);
       CHECK(row[1].rfind(s.thread_safe ? "yes" : "no", 0) == 0);
+      CHECK((row[1].find("creating thread") != std::string::npos) == s.bound_to_thread);
       CHECK((row[2] == "upstream") == s.uses_upstream);
       CHECK((row[3].rfind("no", 0) == 0) == !s.reuses_memory);
     }

@@ -408,6 +408,10 @@ int main(int argc, char** argv) {
       return 0;
     }
     strategy = pmrkit::make_resource(args.strategy);
+    if (args.tcp_port && pmrkit::describe_strategy(args.strategy).bound_to_thread)
+      throw usage_error("strategy \"" + args.strategy +
+                        "\" must be used on the thread that made it, and --tcp receives on a "
+                        "thread of its own: give --udp alone, or another strategy");
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "pmrkit-listen: %s\n", e.what());
     std::fputs(usage_text().c_str(), stderr);

@@ -166,6 +166,11 @@ TEST_CASE("pmrkit-listen answers bad arguments with its usage and exit code 2", 
   REQUIRE(strategy.wait() == std::optional<int>(2));
   CHECK_THAT(strategy.err(), Catch::Matchers::Contains("no_such_strategy"));
   CHECK_THAT(strategy.err(), Catch::Matchers::Contains("size_class"));  // the valid names
+  // TCP is received on a thread of its own, where a heap bound to main's cannot serve.
+  child_process bound({PMRKIT_LISTEN_PATH, "--tcp", "0", "--strategy", "mimalloc_heap"},
+                     scratch("listen-bound"));
+  REQUIRE(bound.wait() == std::optional<int>(2));
+  CHECK_THAT(bound.err(), Catch::Matchers::Contains("must be used on the thread that made it"));
 }
 
 TEST_CASE("pmrkit-listen reports a port it cannot bind with exit code 1", "[listen]") {
