@@ -482,7 +482,10 @@ bool size_class_engine<Policy>::sweep_from_sweeper(void* engine) noexcept {
   if constexpr (per_thread_caches) {
     auto& self = *static_cast<size_class_engine*>(engine);
     if (self.claim_sweep(sweeper_slack * self.idle_period_)) self.reclaim_idle_caches();
-    return self.caches_.get() > 0;
+    // Tick again while a cache is out, or while the empty chunks are over idle_retained: the
+    // last threads may have exited just after a sweep of their own, so that this one could
+    // not claim its turn, and no later sweep would bring the idle resource down to it.
+    return self.caches_.get() > 0 || self.empty_chunks_.bytes() > self.options_.idle_retained;
   } else {
     return false;
   }

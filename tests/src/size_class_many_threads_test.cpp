@@ -472,6 +472,36 @@ TEST_CASE("size_class: a thread back soon after its cache was taken keeps its ne
   CHECK(lost <= 2);
 }
 
+TEST_CASE("size_class: threads that worked and exited leave idle_retained behind",
+          "[size_class][threads]") {
+  // The exiting threads' caches come back with them; the sweeper then finds no cache out, and
+  // stopped ticking even when a sweep the threads claimed just before exiting had kept it from
+  // its own turn: max_retained (16 MiB) stayed, for good. Trials, as the exits race the sweeps.
+  for (int trial = 0; trial < 12; ++trial) {
+    CAPTURE(trial);
+    size_class_options options;
+    pmrkit::counting_resource upstream(std::pmr::new_delete_resource());
+    size_class_resource pool(options, &upstream);
+    const auto work = [&] {
+      for (int burst = 0; burst < 10; ++burst) {
+        std::vector<void*> blocks;
+        for (int i = 0; i < 6000; ++i) blocks.push_back(pool.allocate(1000 + (i % 7) * 300));
+        for (std::size_t i = 0; i < blocks.size(); ++i)
+          pool.deallocate(blocks[i], 1000 + (i % 7) * 300);
+      }
+    };
+    std::thread a(work), b(work);
+    a.join();
+    b.join();
+    // A second is a thousand cache_idle_times; the sweeper's turn comes every four.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    while (pool.stats().empty_chunk_bytes > options.idle_retained &&
+           std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    CHECK(pool.stats().empty_chunk_bytes <= options.idle_retained);
+  }
+}
+
 TEST_CASE("size_class: an idle resource keeps idle_retained of its empty chunks",
           "[size_class][threads]") {
   // A thread frees all it allocated and exits: 8 MiB of chunks empty, within max_retained
