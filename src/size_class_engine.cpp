@@ -127,6 +127,9 @@ size_class_engine<Policy>::size_class_engine(const size_class_options& options,
               options.chunk_size <= largest_chunk_bytes,
           "chunk_size is " + std::to_string(options.chunk_size) +
               "; allowed: a power of two from 4096 (4 KiB) to 268435456 (256 MiB)");
+  require(options.thread_cache <= std::size_t{1} << 30,
+          "thread_cache is " + std::to_string(options.thread_cache) +
+              " bytes; allowed: 0 (no caches) to 1073741824 (1 GiB)");
   require(options.cache_idle_time >= std::chrono::microseconds::zero() &&
               options.cache_idle_time <= std::chrono::minutes(10),
           "cache_idle_time is " + std::to_string(options.cache_idle_time.count()) +

@@ -65,8 +65,9 @@ struct size_class_options {
   // parked one. A resource used by one thread, or with the sweeps off (cache_idle_time 0, or
   // no sweeper_thread), keeps up to max_retained until trim().
   std::size_t idle_retained = 4 * 1024 * 1024;
-  // Free bytes each thread may cache per resource, shared among the classes as the thread
-  // uses them (0 turns the caches off: every call then locks the shared store of its class).
+  // Free bytes each thread may cache per resource, at most 1 GiB, shared among the classes as
+  // the thread uses them (0 turns the caches off: every call then locks the shared store of
+  // its class).
   // A class the thread stops using gives its cached blocks back over its next few thousand
   // allocations of other classes, so its chunks can empty.
   std::size_t thread_cache = 2 * 1024 * 1024;

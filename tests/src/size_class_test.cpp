@@ -1050,6 +1050,11 @@ TEST_CASE("size_class: options are checked, by the constructor and by the regist
   CHECK_THROWS_AS(make(o), std::invalid_argument);
   o.cache_idle_time = std::chrono::minutes(10);
   CHECK_NOTHROW(make(o));
+  o = {};
+  o.thread_cache = (std::size_t{1} << 30) + 1;
+  CHECK_THROWS_WITH(make(o), Catch::Contains("thread_cache") && Catch::Contains("1 GiB"));
+  o.thread_cache = std::size_t{1} << 30;
+  CHECK_NOTHROW(make(o));
   CHECK_THROWS_AS(size_class_resource({}, nullptr), std::invalid_argument);
 
   for (const char* name : {"size_class", "size_class_unsync"}) {
