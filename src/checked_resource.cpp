@@ -321,7 +321,8 @@ void* checked_resource::do_allocate(std::size_t bytes, std::size_t alignment) {
   const std::size_t back = s.options.guard_bytes;
   // PTRDIFF_MAX, not SIZE_MAX: an upstream over libstdc++'s aligned operator new turns a size
   // near SIZE_MAX into a tiny block, which the fill below would overrun.
-  if (bytes > PTRDIFF_MAX - front - back - 1) throw std::bad_alloc();
+  const std::size_t guards = front + back + 1;  // front is at most the alignment: no wrap
+  if (guards > PTRDIFF_MAX || bytes > PTRDIFF_MAX - guards) throw std::bad_alloc();
   // At least one byte, so even zero-byte blocks have distinct addresses.
   const std::size_t raw_bytes = std::max<std::size_t>(front + bytes + back, 1);
   auto* raw = static_cast<std::byte*>(s.upstream->allocate(raw_bytes, alignment));

@@ -22,7 +22,7 @@ class oversize_blocks {
     const std::size_t offset = header_offset(alignment);
     // Not SIZE_MAX: an upstream over libstdc++'s aligned operator new wraps sizes near it to a
     // tiny block, and no object exceeds PTRDIFF_MAX bytes.
-    if (bytes > PTRDIFF_MAX - offset) throw std::bad_alloc();
+    if (offset > PTRDIFF_MAX || bytes > PTRDIFF_MAX - offset) throw std::bad_alloc();
     // At least one byte past the header, so that a zero-byte block lies inside what upstream
     // gave rather than at its end, where another of upstream's blocks may begin.
     const std::size_t total = offset + std::max<std::size_t>(bytes, 1);

@@ -180,7 +180,8 @@ class aligned_pool_resource final : public std::pmr::memory_resource {
   void* do_allocate(std::size_t bytes, std::size_t alignment) override {
     if (alignment <= native_alignment) return pool_allocate(bytes, alignment);
     // PTRDIFF_MAX: no object is larger, and libstdc++'s aligned new wraps sizes near SIZE_MAX.
-    if (bytes > PTRDIFF_MAX - alignment) throw std::bad_alloc();
+    // The alignment first, so that the subtraction cannot wrap.
+    if (alignment > PTRDIFF_MAX || bytes > PTRDIFF_MAX - alignment) throw std::bad_alloc();
     // The aligned address q lies in [p + 8, p + alignment], so the offset q - p fits in the
     // slot just below q, inside the block.
     auto* raw = static_cast<std::byte*>(pool_allocate(bytes + alignment, native_alignment));

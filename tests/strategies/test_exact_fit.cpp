@@ -73,7 +73,8 @@ class exact_fit_resource final : public std::pmr::memory_resource {
       unlink(cached_, h);
     } else {
       // No object exceeds PTRDIFF_MAX bytes; the header must not wrap a larger request.
-      if (bytes > PTRDIFF_MAX - offset(alignment)) throw std::bad_alloc();
+      if (offset(alignment) > PTRDIFF_MAX || bytes > PTRDIFF_MAX - offset(alignment))
+        throw std::bad_alloc();
       void* raw = upstream_->allocate(offset(alignment) + bytes, upstream_alignment(alignment));
       h = ::new (raw) header{nullptr, nullptr, bytes, alignment};
     }

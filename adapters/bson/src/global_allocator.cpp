@@ -35,7 +35,7 @@ void* allocate_aligned(std::size_t alignment, std::size_t bytes) noexcept {
   // The resource gives base_alignment; the header plus padding up to `alignment` then take at
   // most `alignment` bytes in front of the block.
   // PTRDIFF_MAX: no object is larger, and libstdc++'s aligned new wraps sizes near SIZE_MAX.
-  if (bytes > PTRDIFF_MAX - alignment) return nullptr;
+  if (alignment > PTRDIFF_MAX || bytes > PTRDIFF_MAX - alignment) return nullptr;
   const std::size_t total = bytes + alignment;
   void* raw;
   try {
