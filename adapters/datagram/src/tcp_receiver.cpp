@@ -1,5 +1,6 @@
 #include "pmrkit/datagram/tcp_receiver.hpp"
 
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -89,13 +90,13 @@ const tcp_receiver_options& checked(const tcp_receiver_options& options) {
   return options;
 }
 
-// Whether anything (bytes, the peer's close, an error) waits unread on the connection: one
+// Whether anything (bytes, the peer's close, a reset) waits unread on the connection: one
 // wait hands on at most events_per_wait ready connections, so a connection whose bytes came
-// in time may not have been read yet when its idle deadline is checked.
+// in time may not have been read yet when its idle deadline is checked. poll, not a peek: a
+// recv would consume a pending reset, and the read that follows would take it for a close.
 bool has_unread_input(int fd) {
-  char byte;
-  const ssize_t got = ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-  return got >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
+  pollfd watched{.fd = fd, .events = POLLIN, .revents = 0};
+  return ::poll(&watched, 1, 0) > 0;
 }
 
 }  // namespace

@@ -276,6 +276,32 @@ TEST_CASE("tcp_receiver does not close as idle a connection whose bytes wait unr
   CHECK(rx.stats().idle_closed == 0);
 }
 
+TEST_CASE("tcp_receiver counts a reset that waits unread at the idle check as a reset",
+          "[tcp]") {
+  // The idle check must look without reading: a peek would consume the pending reset, and the
+  // read after it would see a clean close.
+  tcp_receiver rx({.max_connections_per_peer = 128, .idle_timeout = 200ms});
+  constexpr std::size_t senders = 64;  // fill the first wait, so the reset is left for the next
+  auto target = std::make_unique<tcp_client>(rx.local_port());
+  std::vector<std::unique_ptr<tcp_client>> clients;
+  for (std::size_t i = 0; i < senders; ++i)
+    clients.push_back(std::make_unique<tcp_client>(rx.local_port()));
+  poll_until([&] { return rx.open_connections() == senders + 1; },
+             [&] { rx.poll_once(10ms, [](tcp_frame&) {}); });
+  REQUIRE(rx.open_connections() == senders + 1);
+  std::this_thread::sleep_for(300ms);  // all past the idle deadline
+  for (auto& client : clients) REQUIRE(client->send("<13>hello\n"));
+  target->reset();
+  std::this_thread::sleep_for(50ms);
+  rx.poll_once(0ms, [](tcp_frame&) {});
+  poll_until([&] { return rx.open_connections() == senders; },
+             [&] { rx.poll_once(10ms, [](tcp_frame&) {}); });
+  const tcp_receiver_stats s = rx.stats();
+  CHECK(s.idle_closed == 0);
+  CHECK(s.connections_closed == 1);
+  CHECK(s.connections_reset == 1);
+}
+
 TEST_CASE("tcp_receiver forgets a closed connection that a forked child still holds", "[tcp]") {
   // A child forked without exec holds a copy of every descriptor, so closing the receiver's
   // does not end the socket, and epoll would go on reporting it, tagged with the address of the
