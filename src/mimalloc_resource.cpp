@@ -1,5 +1,6 @@
 #include "pmrkit/mimalloc_resource.hpp"
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <new>
@@ -12,6 +13,15 @@ namespace {
 using detail::aligned_request_size;
 using detail::mimalloc_malloc_alignment;
 using detail::plain_request_size;
+
+// A number for the calling thread that no other thread gets, before or after: glibc hands an
+// ended thread's id to the next thread, and a heap whose thread ended must not pass for the
+// new thread's.
+std::uint64_t this_thread_number() noexcept {
+  static std::atomic<std::uint64_t> next{1};
+  thread_local const std::uint64_t number = next.fetch_add(1, std::memory_order_relaxed);
+  return number;
+}
 
 }  // namespace
 
@@ -36,12 +46,12 @@ mimalloc_heap_resource::mimalloc_heap_resource()
       heap_malloc_(detail::mimalloc().heap_malloc),
       heap_malloc_aligned_(detail::mimalloc().heap_malloc_aligned),
       free_(detail::mimalloc().free),
-      owner_(std::this_thread::get_id()) {
+      owner_(this_thread_number()) {
   if (!heap_) throw std::bad_alloc();
 }
 
 mimalloc_heap_resource::~mimalloc_heap_resource() {
-  if (std::this_thread::get_id() != owner_) {
+  if (this_thread_number() != owner_) {
     // The heap is either gone (its thread ended, and mimalloc deleted it) or in that thread's
     // use; destroying it from here would corrupt mimalloc, and a destructor cannot throw.
     std::fputs("pmrkit: mimalloc_heap_resource destroyed on a thread other than the one that "

@@ -14,8 +14,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory_resource>
-#include <thread>
 
 namespace pmrkit {
 
@@ -55,7 +55,7 @@ class mimalloc_heap_resource final : public std::pmr::memory_resource {
   void* (*heap_malloc_)(void* heap, std::size_t size);
   void* (*heap_malloc_aligned_)(void* heap, std::size_t size, std::size_t alignment);
   void (*free_)(void* p);
-  std::thread::id owner_;
+  std::uint64_t owner_;  // the creating thread's number, never reused (unlike a thread id)
 };
 
 }  // namespace pmrkit

@@ -4,6 +4,7 @@
 // mimalloc, not from an upstream resource, so there is no upstream to count.
 #include "pmrkit/mimalloc_resource.hpp"
 
+#include <barrier>
 #include <catch2/catch.hpp>
 #include <cstddef>
 #include <cstdint>
@@ -48,17 +49,28 @@ TEST_CASE("mimalloc: two heaps never hand out the same block", "[mimalloc]") {
   // No block is freed one by one: destroying a heap frees all of its blocks at once.
 }
 
-TEST_CASE("mimalloc: a heap made and destroyed on another thread, with blocks freed here",
+TEST_CASE("mimalloc: a heap used and destroyed on its thread, its blocks freed on another",
           "[mimalloc]") {
-  std::vector<void*> blocks;
-  std::thread([&] {
-    pmrkit::mimalloc_heap_resource heap;
-    void* kept = heap.allocate(64, 8);
-    for (int i = 0; i < 100; ++i) blocks.push_back(heap.allocate(64, 8));
-    for (void* p : blocks) heap.deallocate(p, 64, 8);
-    heap.deallocate(kept, 64, 8);
-  }).join();
-  CHECK(blocks.size() == 100);
+  // Blocks may be freed on any thread; only allocating and destroying belong to the heap's.
+  const auto outcome = pmrkit::test::run_in_child([] {
+    std::vector<void*> blocks;
+    std::barrier step(2);
+    pmrkit::mimalloc_heap_resource* shared = nullptr;
+    std::thread owner([&] {
+      pmrkit::mimalloc_heap_resource heap;
+      shared = &heap;
+      for (int i = 0; i < 100; ++i) blocks.push_back(heap.allocate(64, 8));
+      step.arrive_and_wait();  // the main thread frees them
+      step.arrive_and_wait();
+      for (int i = 0; i < 100; ++i) heap.deallocate(heap.allocate(64, 8), 64, 8);
+    });
+    step.arrive_and_wait();
+    for (void* p : blocks) shared->deallocate(p, 64, 8);
+    step.arrive_and_wait();
+    owner.join();
+  });
+  CHECK_FALSE(outcome.aborted);
+  CHECK(outcome.exit_code == 0);
 }
 
 TEST_CASE("mimalloc: a heap destroyed after its thread ended aborts with the rule it broke",
@@ -71,6 +83,22 @@ TEST_CASE("mimalloc: a heap destroyed after its thread ended aborts with the rul
       (void)heap->allocate(64, 8);
     }).join();
     heap.reset();
+  });
+  CHECK(outcome.aborted);
+  CHECK_THAT(outcome.stderr_text,
+             Catch::Matchers::Contains("destroyed on a thread other than the one that created it"));
+}
+
+TEST_CASE("mimalloc: a heap destroyed on a later thread that got its thread's id aborts too",
+          "[mimalloc]") {
+  // glibc gives an ended thread's id to the next thread it starts: the id alone let this pass.
+  const auto outcome = pmrkit::test::run_in_child([] {
+    std::unique_ptr<pmrkit::mimalloc_heap_resource> heap;
+    std::thread([&] {
+      heap = std::make_unique<pmrkit::mimalloc_heap_resource>();
+      (void)heap->allocate(64, 8);
+    }).join();
+    std::thread([&] { heap.reset(); }).join();
   });
   CHECK(outcome.aborted);
   CHECK_THAT(outcome.stderr_text,
