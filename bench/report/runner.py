@@ -128,7 +128,8 @@ def list_benchmarks(bench: str, strategy: str = "") -> list[str]:
 
 def list_strategies(bench: str) -> list[dict]:
     """The binary's registry (--pmrkit_list_strategies=json): one dict per strategy, with name,
-    summary, thread_safe, uses_upstream, reuses_memory and options (see bench_support.hpp)."""
+    summary, thread_safe, uses_upstream, reuses_memory, bound_to_thread and options (see
+    bench_support.hpp)."""
     args = ["--pmrkit_list_strategies=json"]
     try:
         done = _call(bench, args, timeout=30)

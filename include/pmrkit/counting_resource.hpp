@@ -4,7 +4,8 @@
 // through: use it in front of a strategy (what the application asked for) or as a strategy's
 // upstream (what the strategy took from the system). Thread-safe: counters are atomics, with no
 // lock, so concurrent use is cheap and a stats() snapshot is consistent per field, not across
-// fields (though never with more deallocations than allocations). It does not own the wrapped resource, which must outlive it.
+// fields (though never with more deallocations than allocations). It does not own the wrapped
+// resource, which must outlive it.
 #pragma once
 
 #include <atomic>

@@ -3,9 +3,9 @@
 // Receivers call a handler once per message and codecs call back once per element; std::function
 // would allocate for a capturing lambda and cost a copy, so they take this instead: two pointers,
 // built from any callable that outlives the call it is passed to (a lambda written at the call
-// site does; a function always does). A function_ref<void(...)> accepts a callable that returns a value and drops it, as
-// std::function does. It owns nothing and is copied by value; it is as thread-safe as the
-// referenced callable.
+// site does; a function always does). A function_ref<void(...)> accepts a callable that
+// returns a value and drops it, as std::function does. It owns nothing and is copied by value;
+// it is as thread-safe as the referenced callable.
 #pragma once
 
 #include <functional>

@@ -277,7 +277,8 @@ TEST_CASE("every strategy: a request larger than any object throws std::bad_allo
   }
   // An alignment above PTRDIFF_MAX is a power of two too; adding it must not wrap either.
   constexpr std::size_t huge_alignment = std::size_t{1} << 63;
-  for (const std::size_t bytes : {std::size_t{100}, just_too_large, just_too_large + 100, largest}) {
+  for (const std::size_t bytes :
+       {std::size_t{100}, just_too_large, just_too_large + 100, largest}) {
     CAPTURE(bytes);
     CHECK_THROWS_AS(r->allocate(bytes, huge_alignment), std::bad_alloc);
   }

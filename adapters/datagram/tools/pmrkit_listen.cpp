@@ -386,6 +386,7 @@ int listen(const arguments& args, std::pmr::memory_resource* strategy) {
                std::to_string(tcp_stats.connections_reset) + " reset, " +
                count_of(tcp_stats.framing_errors, "framing error", "framing errors") + ", " +
                std::to_string(tcp_stats.cut_at_close) + " cut at close, " +
+               std::to_string(tcp_stats.closed_by_exception) + " closed by an exception, " +
                count_of(tcp_stats.accept_failures, "accept failure", "accept failures") + "\n";
   }
   std::fputs(summary.c_str(), stderr);
