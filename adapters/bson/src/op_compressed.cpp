@@ -198,12 +198,13 @@ std::size_t unwrap_op_compressed(std::span<const std::byte> message, std::uint8_
   if (noop && payload.size() != uncompressed) malformed(size_disagrees(h, payload.size()));
   const std::size_t start = out.size();
   // Only the header (and a noop payload, which is here) is this function's to make room for:
-  // the decompressor leaves the buffer as it was when it throws (its contract), and allocates
-  // for a frame only once it has checked it. So uncompressedSize, the sender's word, sizes
-  // nothing here (a 30-byte message cannot make this take 48 MB), and the buffer is copied at
-  // most once, by whichever of the two grows it.
+  // the decompressor allocates for a frame only once it has checked it against the limit, so
+  // uncompressedSize, the sender's word, sizes nothing here (a 30-byte message cannot make
+  // this take 48 MB). The caller's buffer is written in place only if the whole message fits
+  // in its room: otherwise the decompressor would grow it, freeing its storage, before a frame
+  // that produces less than uncompressedSize is found out below. So it works in a copy then.
   const std::size_t ours = header_size + (noop ? payload.size() : 0);
-  all_or_nothing result(out, ours, ours);
+  all_or_nothing result(out, header_size + uncompressed, ours);
   byte_buffer& target = result.target();
   target.resize_for_overwrite(start + header_size);
   std::byte* header = target.data() + start;

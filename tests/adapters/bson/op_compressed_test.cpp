@@ -241,33 +241,44 @@ TEST_CASE("a compressor that writes its format's worst case never moves the buff
   CHECK(out.size() == 2);
 }
 
-TEST_CASE("unwrap copies the buffer once, when the decompressor grows it",
+TEST_CASE("unwrap writes in place into a buffer with room for the whole message",
           "[bson][op_compressed]") {
-  // A buffer with room for the header but not the message: the header goes in place and the
-  // decompressor, which keeps the buffer as it was if it fails, makes the one copy.
   const bytes message = sample_message(50'000);
   xor_codec codec;
   pmrkit::byte_buffer wrapped(std::pmr::new_delete_resource());
   pmrkit::bson::wrap_op_compressed(message, test_codec_id, codec, wrapped);
-  const auto one_copy = [](std::span<const std::byte> source, pmrkit::byte_buffer& out,
-                           std::size_t max_output) -> std::size_t {
-    if (source.size() > max_output) throw codec_limit_error("over the limit");
-    pmrkit::byte_buffer larger = out.copy_with_room(source.size());
-    for (std::byte b : source) {
-      const std::byte x = b ^ std::byte{0x5A};
-      larger.append(&x, 1);
-    }
-    out = std::move(larger);
-    return source.size();
-  };
   pmrkit::counting_resource counted;
-  auto out = pmrkit::byte_buffer::make_standalone(&counted, 1024);
+  auto out = pmrkit::byte_buffer::make_standalone(&counted, 3 + message.size());
   out.append("abc", 3);
+  const std::byte* const storage = out.data();
   const auto before = counted.stats().allocations;
-  CHECK(pmrkit::bson::unwrap_op_compressed(wrapped.span(), test_codec_id, one_copy, out) ==
+  CHECK(pmrkit::bson::unwrap_op_compressed(wrapped.span(), test_codec_id, codec, out) ==
         message.size());
-  CHECK(counted.stats().allocations == before + 1);
+  CHECK(counted.stats().allocations == before);
+  CHECK(out.data() == storage);
   CHECK(bytes(out.data() + 3, out.data() + out.size()) == message);
+}
+
+TEST_CASE("a frame that makes less than uncompressedSize leaves the buffer's storage alone",
+          "[bson][op_compressed]") {
+  // The decompressor grows its buffer for what the frame holds, within the declared size; the
+  // shortfall is found after it. Had the caller's buffer been grown in place, its storage was
+  // already freed then, and a pointer into it dangled.
+  const bytes message = sample_message(1000);
+  xor_codec codec;
+  pmrkit::byte_buffer wrapped(std::pmr::new_delete_resource());
+  pmrkit::bson::wrap_op_compressed(message, test_codec_id, codec, wrapped);
+  bytes claims_more(wrapped.data(), wrapped.data() + wrapped.size());
+  put_i32(claims_more.data() + 20, 1500);
+  auto out = pmrkit::byte_buffer::make_standalone(std::pmr::new_delete_resource(), 32);
+  out.append("previous", 8);  // room for the header, not for the message
+  const std::byte* const storage = out.data();
+  CHECK_THROWS_WITH(
+      pmrkit::bson::unwrap_op_compressed(claims_more, test_codec_id, codec, out),
+      Catch::Matchers::Contains("uncompressedSize is 1500"));
+  CHECK(out.data() == storage);
+  CHECK(out.capacity() == 32);
+  CHECK(std::string_view(reinterpret_cast<const char*>(out.data()), out.size()) == "previous");
 }
 
 TEST_CASE("a short message that declares a huge uncompressedSize takes no room for it",
