@@ -152,9 +152,33 @@ struct document::impl {
     retired = nullptr;
   }
 
-  // Appends one element of `value_bytes` through `write(bson_t*, key, key_length)`.
-  template <class Write>
-  void append(std::string_view key, std::size_t value_bytes, Write write) {
+  // Whether `view` lies, even in part, in this document's storage.
+  template <class View>
+  bool holds(const View& view) const noexcept {
+    const auto begin = reinterpret_cast<std::uintptr_t>(view.data());
+    const auto end = begin + view.size() * sizeof(*view.data());
+    const auto own = reinterpret_cast<std::uintptr_t>(data);
+    return data != nullptr && begin < end && begin < own + capacity && own < end;
+  }
+
+  // Moves the contents to a new block and keeps the old one, as grow() does, until the append
+  // ends.
+  void move_storage() {
+    auto* fresh = static_cast<std::uint8_t*>(resource->allocate(capacity, storage_alignment));
+    std::memcpy(fresh, data, capacity);
+    if (retired == nullptr) {
+      retired = data;
+      retired_bytes = capacity;
+    } else {
+      resource->deallocate(data, capacity, storage_alignment);
+    }
+    data = fresh;
+  }
+
+  // Appends one element of `value_bytes` through `write(bson_t*, key, key_length)`. `views`
+  // are what `write` reads besides the key.
+  template <class Write, class... Views>
+  void append(std::string_view key, std::size_t value_bytes, Write write, const Views&... views) {
     struct release_at_end {
       impl& self;
       ~release_at_end() { self.release_retired(); }
@@ -162,6 +186,10 @@ struct document::impl {
     char digits[12];
     const std::string_view k = resolve_key(key, digits);
     const std::size_t element = value_size(used, value_bytes, k.size() + 2);
+    // libbson writes the new element's type byte over the terminator before it copies the key
+    // and the value, so a view of this document's own bytes is read from a block nothing
+    // writes to: the one it began in, kept until the append ends (grow() keeps it likewise).
+    if (holds(k) || (holds(views) || ...)) move_storage();
     reserve_for(element);
     if (!write(current(), k.data(), static_cast<int>(k.size()))) {
       throw std::length_error("pmrkit::bson::document: libbson refused to append \"" +
@@ -371,7 +399,8 @@ document& document::append_utf8(std::string_view key, std::string_view value) {
   impl_->append(key, value_size(impl_->used, value.size(), 4 + 1),
                 [&](bson_t* b, const char* k, int n) {
                   return bson_append_utf8(b, k, n, value.data(), static_cast<int>(value.size()));
-                });
+                },
+                value);
   return *this;
 }
 
@@ -399,11 +428,14 @@ document& document::append_binary(std::string_view key, std::span<const std::byt
   // The old binary subtype 0x02 carries its length twice.
   const std::size_t value =
       value_size(impl_->used, bytes.size(), 4 + 1 + (subtype == 0x02 ? 4 : 0));
-  impl_->append(key, value, [&](bson_t* b, const char* k, int n) {
-    return bson_append_binary(b, k, n, static_cast<bson_subtype_t>(subtype),
-                              reinterpret_cast<const std::uint8_t*>(bytes.data()),
-                              static_cast<std::uint32_t>(bytes.size()));
-  });
+  impl_->append(
+      key, value,
+      [&](bson_t* b, const char* k, int n) {
+        return bson_append_binary(b, k, n, static_cast<bson_subtype_t>(subtype),
+                                  reinterpret_cast<const std::uint8_t*>(bytes.data()),
+                                  static_cast<std::uint32_t>(bytes.size()));
+      },
+      bytes);
   return *this;
 }
 
@@ -431,7 +463,8 @@ document& document::append_regex(std::string_view key, std::string_view pattern,
                 [&](bson_t* b, const char* k, int n) {
                   return bson_append_regex_w_len(b, k, n, pattern.data(),
                                                  static_cast<int>(pattern.size()), sorted.data());
-                });
+                },
+                pattern);
   return *this;
 }
 
@@ -472,7 +505,8 @@ document& document::append_code(std::string_view key, std::string_view javascrip
                   // The buffer is this document's own (libbson hands it out read-only).
                   const_cast<std::uint8_t*>(bson_get_data(b))[type_at] = BSON_TYPE_CODE;
                   return true;
-                });
+                },
+                javascript);
   return *this;
 }
 
@@ -480,9 +514,10 @@ document& document::append_document(std::string_view key, std::span<const std::b
   if (!impl_) moved_from();
   bson_t nested;
   init_checked_view(nested, encoded, "append_document");
-  impl_->append(key, encoded.size(), [&](bson_t* b, const char* k, int n) {
-    return bson_append_document(b, k, n, &nested);
-  });
+  impl_->append(
+      key, encoded.size(),
+      [&](bson_t* b, const char* k, int n) { return bson_append_document(b, k, n, &nested); },
+      encoded);
   return *this;
 }
 
@@ -491,9 +526,10 @@ document& document::append_array(std::string_view key, std::span<const std::byte
   bson_t array;
   init_checked_view(array, encoded, "append_array");
   check_array_keys(array);
-  impl_->append(key, encoded.size(), [&](bson_t* b, const char* k, int n) {
-    return bson_append_array(b, k, n, &array);
-  });
+  impl_->append(
+      key, encoded.size(),
+      [&](bson_t* b, const char* k, int n) { return bson_append_array(b, k, n, &array); },
+      encoded);
   return *this;
 }
 

@@ -180,6 +180,34 @@ TEST_CASE("a document appends views of its own bytes, though the append grows it
   CHECK(checked.stats().violations == 0);
 }
 
+TEST_CASE("a document appends views of its own bytes when it has room for them too",
+          "[bson][document]") {
+  // Without growth libbson wrote the new element's type byte over the terminator, then copied
+  // the value from under it: the nested document ended in 0x03, the binary in 0x05.
+  const auto encoded = [](const document& d) {
+    return std::vector<std::byte>(d.bytes().begin(), d.bytes().end());
+  };
+  document d(std::pmr::new_delete_resource(), 4096);
+  d.append_int32("a", 1);
+  const std::vector<std::byte> before = encoded(d);
+  const std::size_t capacity = d.capacity();
+  d.append_document("self", d.bytes());
+  d.append_binary("bin", d.bytes().first(before.size()));
+  const std::span<const std::byte> own = d.bytes();
+  d.append_utf8("text", std::string_view(reinterpret_cast<const char*>(own.data()), 4));
+  CHECK(d.capacity() == capacity);  // no growth: the case this test is for
+
+  document expected(std::pmr::new_delete_resource());
+  expected.append_int32("a", 1);
+  expected.append_document("self", before);
+  const std::vector<std::byte> with_self = encoded(expected);
+  expected.append_binary("bin", std::span(with_self).first(before.size()));
+  const std::vector<std::byte> with_bin = encoded(expected);
+  expected.append_utf8("text",
+                       std::string_view(reinterpret_cast<const char*>(with_bin.data()), 4));
+  CHECK(encoded(d) == encoded(expected));
+}
+
 TEST_CASE("an initial capacity past what BSON holds is refused before any allocation",
           "[bson][document]") {
   // It allocated the 2 GiB first, then libbson refused the buffer with a message naming
