@@ -38,7 +38,10 @@ constexpr std::size_t scratch_bytes = 8 * 1024;
 // skippable frames. libzstd also reads the formats from before zstd 1.0 ("legacy"), which take
 // their window from plain malloc, outside the resource and above max_window_log (a 17-byte
 // v0.7 frame made it hold 128 MiB until the decompressor was destroyed): those are refused.
-void check_frames(std::span<const std::byte> source) {
+// Returns the content sizes of the frames that declare one, added up (saturating).
+unsigned long long check_frames(std::span<const std::byte> source) {
+  constexpr unsigned long long most = std::numeric_limits<unsigned long long>::max();
+  unsigned long long declared = 0;
   std::size_t offset = 0;
   while (offset < source.size()) {
     const std::byte* frame = source.data() + offset;
@@ -53,9 +56,14 @@ void check_frames(std::span<const std::byte> source) {
                           "zstd 1.0 are not accepted)");
     }
     const std::size_t size = ZSTD_findFrameCompressedSize(frame, remaining);
-    if (ZSTD_isError(size)) return;  // a corrupt or truncated frame: the size walk names it
+    if (ZSTD_isError(size)) return declared;  // corrupt or truncated: the size walk names it
+    // 0 for a skippable frame; a frame that does not declare its size adds nothing here.
+    const unsigned long long content = ZSTD_getFrameContentSize(frame, remaining);
+    if (content != ZSTD_CONTENTSIZE_UNKNOWN && content != ZSTD_CONTENTSIZE_ERROR)
+      declared = content > most - declared ? most : declared + content;
     offset += size;
   }
+  return declared;
 }
 
 }  // namespace
@@ -208,7 +216,10 @@ std::size_t decompressor::decompress(std::span<const std::byte> source, byte_buf
   if (source.empty()) {
     throw corrupt_frame("pmrkit::zstd::decompressor: empty input is not a zstd frame");
   }
-  check_frames(source);
+  // The sizes the frames that have one declare, added up: checked against the limit even when
+  // another frame declares none, since zstd sizes a frame's window from its declared size, and
+  // streaming such a frame through measure() would allocate for it.
+  const unsigned long long declared_by_some = check_frames(source);
   // Walks the frame headers only (bounded by source.size()): the total they declare, or
   // UNKNOWN if a frame does not declare its size, or ERROR for anything malformed/truncated.
   const unsigned long long declared = ZSTD_findDecompressedSize(source.data(), source.size());
@@ -217,10 +228,10 @@ std::size_t decompressor::decompress(std::span<const std::byte> source, byte_buf
                         " input bytes are not a sequence of complete zstd frames (bad magic "
                         "number, corrupt header, or truncated)");
   }
-  if (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared > limit) {
+  if (declared_by_some > limit) {
     throw output_limit_exceeded("pmrkit::zstd::decompressor: the input declares " +
-                                std::to_string(declared) + " bytes of content, more than the "
-                                "allowed " + std::to_string(limit));
+                                std::to_string(declared_by_some) + " bytes of content, more " +
+                                "than the allowed " + std::to_string(limit));
   }
   // Some frame does not declare its size: decode once into a scratch block just to count (and
   // validate), so that neither a bomb nor a buffer grown for it ever costs more than the limit.

@@ -106,6 +106,23 @@ TEST_CASE("a frame declaring more than the limit is refused before any allocatio
   CHECK(contents(out) == bytes{std::byte{'k'}, std::byte{'e'}, std::byte{'e'}, std::byte{'p'}});
 }
 
+TEST_CASE("a frame declaring more than the limit is refused though another declares nothing",
+          "[zstd][decompressor]") {
+  // With one frame of unknown size the total was unknown, so the declared 4 MiB went unchecked
+  // into the streaming count, and zstd allocated its window for it.
+  bytes input = frame_with_size(pmrkit::zstd::test::payload(4 * 1024 * 1024));
+  const bytes small = frame_without_size(pmrkit::zstd::test::payload(100), 10);
+  input.insert(input.end(), small.begin(), small.end());
+  pmrkit::counting_resource counted(std::pmr::new_delete_resource());
+  decompressor d(&counted);
+  pmrkit::byte_buffer out(std::pmr::new_delete_resource());
+  const auto before = counted.stats();
+  CHECK_THROWS_WITH(d.decompress(input, out, 64 * 1024),
+                    Catch::Matchers::Contains("declares 4194304"));
+  CHECK(counted.stats().bytes_allocated == before.bytes_allocated);
+  CHECK(out.size() == 0);
+}
+
 TEST_CASE("a streamed frame producing more than the limit stops there", "[zstd][decompressor]") {
   const bytes big = frame_without_size(pmrkit::zstd::test::payload(4 * 1024 * 1024));
   pmrkit::counting_resource buffers(std::pmr::new_delete_resource());
