@@ -2,9 +2,12 @@
 
 #include <bson/bson.h>
 
+#include <algorithm>
 #include <climits>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -39,6 +42,118 @@ int hex_value(char c) noexcept {
   return -1;
 }
 
+bool equals_ignoring_case(std::string_view text, std::string_view lower) {
+  if (text.size() != lower.size()) return false;
+  for (std::size_t i = 0; i < text.size(); ++i)
+    if ((text[i] | 0x20) != lower[i]) return false;
+  return true;
+}
+
+// Decimal128 from text as the spec and pymongo read it (IEEE 754 decimal arithmetic with 34
+// digits, exponents -6176..6111, clamping on, and inexact results refused): digits beyond 34
+// are dropped only if they are zeros, a zero's exponent is clamped into range, a large
+// exponent is brought into range by padding the coefficient with zeros while it has room, and
+// a small one by dropping trailing zeros. Not libbson's parser, which truncates exponents to
+// 32 bits and drops digits after a leading zero; and it reads only the view, allocating
+// nothing. nullopt for anything that is not such a number.
+std::optional<decimal128> parse_decimal128(std::string_view text) {
+  constexpr std::uint64_t sign_bit = std::uint64_t{1} << 63;
+  constexpr std::uint64_t infinity = 0x7800000000000000;
+  constexpr std::uint64_t nan = 0x7C00000000000000;
+  constexpr std::uint64_t signaling_nan = 0x7E00000000000000;
+  constexpr int max_digits = 34;
+  constexpr long long max_exponent = 6111;
+  constexpr long long min_exponent = -6176;
+  constexpr long long exponent_bias = 6176;
+  // Past this an exponent is out of reach of any text a decimal is written in; saturating
+  // keeps the arithmetic below in range.
+  constexpr long long exponent_cap = 1'000'000'000'000'000;
+
+  std::size_t at = 0;
+  bool negative = false;
+  if (at < text.size() && (text[at] == '+' || text[at] == '-')) negative = text[at++] == '-';
+  const std::uint64_t sign = negative ? sign_bit : 0;
+  const std::string_view rest = text.substr(at);
+  if (equals_ignoring_case(rest, "infinity") || equals_ignoring_case(rest, "inf"))
+    return decimal128{sign | infinity, 0};
+  if (equals_ignoring_case(rest, "nan")) return decimal128{sign | nan, 0};
+  if (equals_ignoring_case(rest, "snan")) return decimal128{sign | signaling_nan, 0};
+
+  // The significand: digits with at most one point, at least one digit.
+  const std::size_t digits_begin = at;
+  std::size_t digits = 0, after_point = 0, leading_zeros = 0, trailing_zeros = 0;
+  bool point = false, nonzero_seen = false;
+  for (; at < text.size(); ++at) {
+    const char c = text[at];
+    if (c == '.' && !point) {
+      point = true;
+    } else if (c >= '0' && c <= '9') {
+      ++digits;
+      if (point) ++after_point;
+      if (c == '0') {
+        if (nonzero_seen) ++trailing_zeros; else ++leading_zeros;
+      } else {
+        nonzero_seen = true;
+        trailing_zeros = 0;
+      }
+    } else {
+      break;
+    }
+  }
+  const std::size_t digits_end = at;
+  if (digits == 0) return std::nullopt;
+  long long exponent = 0;
+  if (at < text.size() && (text[at] == 'e' || text[at] == 'E')) {
+    ++at;
+    bool exponent_negative = false;
+    if (at < text.size() && (text[at] == '+' || text[at] == '-'))
+      exponent_negative = text[at++] == '-';
+    const std::size_t exponent_begin = at;
+    for (; at < text.size() && text[at] >= '0' && text[at] <= '9'; ++at)
+      exponent = std::min(exponent * 10 + (text[at] - '0'), exponent_cap);
+    if (at == exponent_begin) return std::nullopt;
+    if (exponent_negative) exponent = -exponent;
+  }
+  if (at != text.size()) return std::nullopt;
+  exponent -= static_cast<long long>(std::min<std::size_t>(after_point, exponent_cap));
+
+  std::size_t significant = digits - leading_zeros;  // from the first nonzero digit on
+  if (significant == 0) {
+    exponent = std::clamp(exponent, min_exponent, max_exponent);
+    return decimal128{sign | static_cast<std::uint64_t>(exponent + exponent_bias) << 49, 0};
+  }
+  // Digits beyond 34, then an exponent below the least: only trailing zeros may go.
+  std::size_t dropped = 0;
+  if (significant > max_digits) dropped = significant - max_digits;
+  if (exponent + static_cast<long long>(dropped) < min_exponent)
+    dropped = static_cast<std::size_t>(min_exponent - exponent);
+  if (dropped > trailing_zeros) return std::nullopt;
+  significant -= dropped;
+  exponent += static_cast<long long>(dropped);
+  // An exponent above the greatest: zeros padded onto the coefficient while it has room.
+  std::size_t padded = 0;
+  if (exponent > max_exponent) {
+    padded = static_cast<std::size_t>(
+        std::min<long long>(exponent - max_exponent, max_digits - static_cast<long long>(significant)));
+    exponent -= static_cast<long long>(padded);
+    if (exponent > max_exponent) return std::nullopt;
+  }
+
+  __extension__ using uint128 = unsigned __int128;  // 10^34 < 2^113: a coefficient fits
+  uint128 coefficient = 0;
+  std::size_t taken = 0, seen = 0;
+  for (std::size_t i = digits_begin; i < digits_end && taken < significant; ++i) {
+    if (text[i] == '.') continue;
+    if (seen++ < leading_zeros) continue;
+    coefficient = coefficient * 10 + static_cast<unsigned>(text[i] - '0');
+    ++taken;
+  }
+  for (std::size_t i = 0; i < padded; ++i) coefficient *= 10;
+  const auto high = static_cast<std::uint64_t>(coefficient >> 64);
+  const auto low = static_cast<std::uint64_t>(coefficient);
+  return decimal128{sign | static_cast<std::uint64_t>(exponent + exponent_bias) << 49 | high, low};
+}
+
 }  // namespace
 
 object_id object_id::generate() {
@@ -71,32 +186,12 @@ object_id object_id::from_hex(std::string_view hex) {
 }
 
 decimal128 decimal128::from_string(std::string_view text) {
-  bson_decimal128_t parsed;
-  // libbson's parser ends the text at a NUL even within the length it is given, and would
-  // accept "1.5\0junk" as 1.5, so a NUL is refused first. And parts of it read the text as a
-  // NUL-terminated string whatever the length (the exponent, "Infinity", "NaN": "1.5" cut from
-  // "1.5e5" read as 1.5E+5, an empty view at null crashed), so it gets a terminated copy: on
-  // the stack for any text a decimal is written in, on the heap past that.
-  constexpr std::size_t on_stack = 128;
-  char copy[on_stack];
-  std::string long_copy;
-  const char* terminated = copy;
-  if (text.size() < on_stack) {
-    text.copy(copy, text.size());  // (an empty view's data() may be null: no memcpy)
-    copy[text.size()] = '\0';
-  } else if (text.size() <= INT_MAX) {
-    long_copy = text;
-    terminated = long_copy.c_str();
-  }
-  if (text.size() > INT_MAX || text.find('\0') != std::string_view::npos ||
-      !bson_decimal128_from_string_w_len(terminated, static_cast<int>(text.size()), &parsed)) {
-    throw std::invalid_argument(
-        "pmrkit::bson::decimal128::from_string: " + quoted(text) +
-        " is not a Decimal128: allowed are an optionally signed decimal number with at most 34 "
-        "significant digits and exponent -6176..6111 (\"-1.5\", \"2.50E+3\"), \"Infinity\", "
-        "\"-Infinity\" or \"NaN\"");
-  }
-  return {parsed.high, parsed.low};
+  if (const std::optional<decimal128> value = parse_decimal128(text)) return *value;
+  throw std::invalid_argument(
+      "pmrkit::bson::decimal128::from_string: " + quoted(text) +
+      " is not a Decimal128: allowed are an optionally signed decimal number whose value 34 "
+      "significant digits and an exponent of -6176..6111 hold exactly (\"-1.5\", \"2.50E+3\"), "
+      "\"Infinity\", \"Inf\", \"NaN\" or \"sNaN\", optionally signed");
 }
 
 }  // namespace pmrkit::bson

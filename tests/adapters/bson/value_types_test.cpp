@@ -276,6 +276,27 @@ TEST_CASE("decimal128::from_string refuses what is not a Decimal128", "[bson][va
                     Contains("(1000 bytes, first 64 shown)"));
 }
 
+TEST_CASE("decimal128::from_string reads what pymongo reads, exactly or not at all",
+          "[bson][value_types]") {
+  // libbson's parser, used before, truncated exponents to 32 bits ("1E4294967297" read as
+  // 1E+1) and dropped digits after a leading zero; these values are pymongo's.
+  for (const char* inexact : {"1E4294967296", "1E4294967297", "1E-4294967295",
+                              "1E9223372036854775808", "0123456789012345678901234567890123.003",
+                              "0123456789012345678901234567890123.009", "1E6146", "15E-6177"}) {
+    INFO(inexact);
+    CHECK_THROWS_AS(decimal128::from_string(inexact), std::invalid_argument);
+  }
+  CHECK(decimal128::from_string("0E+4294967296") == decimal128{0x5FFE000000000000, 0});
+  CHECK(decimal128::from_string("58350012778160921409739332896292250.0") ==
+        decimal128{0x30431FB011FB3B4B, 0x134F6DEE43416629});
+  CHECK(decimal128::from_string("026394.235204723933419080752922737020") ==
+        decimal128{0x30068222355C7383, 0x5B844B4FCD262C26});
+  CHECK(decimal128::from_string("1E6112") == decimal128{0x5FFE000000000000, 10});
+  CHECK(decimal128::from_string("10E-6177") == decimal128{0, 1});
+  CHECK(decimal128::from_string("-NaN") == decimal128{0xFC00000000000000, 0});
+  CHECK(decimal128::from_string("sNaN") == decimal128{0x7E00000000000000, 0});
+}
+
 TEST_CASE("decimal128::from_string reads its view and nothing past it", "[bson][value_types]") {
   // libbson read parts of the text (the exponent, "Infinity", "NaN") up to a NUL, past the end
   // of the view: "1.5" cut from "1.5e5" parsed as 1.5E+5, and an empty view at null crashed.

@@ -31,12 +31,13 @@ struct object_id {
 struct decimal128 {
   std::uint64_t high = 0;
   std::uint64_t low = 0;
-  // Parses "1.5", "-0.001", "1E+3", "Infinity", "-Infinity", "NaN" (case-insensitive) the way
-  // libbson does: at most 34 significant digits, exponent -6176..6111, trailing zeros kept
-  // ("1.50" differs from "1.5"). std::invalid_argument for anything else, including a value
-  // that would need rounding. pymongo agrees but for two corners of libbson's: "-NaN" is NaN
-  // here (pymongo keeps the sign bit), and a leading zero before 34 significant digits and a
-  // trailing zero ("026394.235204723933419080752922737020") is refused here, read there.
+  // Parses "1.5", "-0.001", "1E+3", "Infinity" (or "Inf"), "NaN", "sNaN" (case-insensitive,
+  // optionally signed) as the BSON spec and pymongo do: the value must be held exactly by at
+  // most 34 significant digits and an exponent of -6176..6111. Digits past 34 may only be
+  // trailing zeros, a zero's exponent is clamped into range, and an exponent out of range is
+  // brought in by padding or dropping trailing zeros where that is exact; otherwise trailing
+  // zeros are kept ("1.50" differs from "1.5"). std::invalid_argument for anything else,
+  // including a value that would need rounding. Reads only the view; allocates nothing.
   static decimal128 from_string(std::string_view text);
   friend bool operator==(const decimal128&, const decimal128&) = default;
 };
