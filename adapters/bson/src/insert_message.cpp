@@ -85,6 +85,13 @@ insert_message::insert_message(byte_buffer buffer, std::string_view database,
   check_name(database, "database");
   check_name(collection, "collection");
   const std::size_t body = body_size(database, collection);
+  if (body > max_command_document_bytes) {
+    throw std::invalid_argument(
+        "pmrkit::bson::insert_message: the names make the command document " +
+        std::to_string(body) + " bytes, more than a server (or parse_op_msg) takes: " +
+        std::to_string(max_command_document_bytes) + " (MongoDB's own namespaces are far "
+        "shorter: 255 bytes)");
+  }
   const std::size_t start = header_size + fixed_overhead + body;
   if (start > options.max_message_bytes) {
     throw message_too_large("pmrkit::bson::insert_message: the header and body alone take " +

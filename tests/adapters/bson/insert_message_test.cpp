@@ -327,6 +327,25 @@ TEST_CASE("insert_message rejects bad names and documents and keeps the message 
   CHECK_THROWS_AS(message.finish(), std::logic_error);
 }
 
+TEST_CASE("insert_message refuses names that make a command no reader takes", "[bson][insert]") {
+  // Names of up to 16 MiB each made a command document that parse_op_msg, like a server,
+  // refuses past 16 MiB + 16 KiB.
+  pmrkit::buffer_pool pool;
+  insert_builder builder(pool);
+  const std::string nine_mb(9'000'000, 'n');
+  CHECK_THROWS_WITH(builder.begin(nine_mb, nine_mb),
+                    Catch::Matchers::Contains("command document 18000038 bytes"));
+  // At the bound exactly: written, and read back.
+  constexpr std::size_t overhead = 38;  // the body's bytes besides the two names
+  constexpr std::size_t names = pmrkit::bson::max_command_document_bytes - overhead;
+  const std::string database(names / 2, 'd');
+  const std::string collection(names - names / 2, 'c');
+  auto message = builder.begin(database, collection);
+  message.add(people(1)[0]);
+  const pmrkit::byte_buffer m = message.finish();
+  CHECK(pmrkit::bson::parse_op_msg(m.span()).sequence(0).documents.count() == 1);
+}
+
 TEST_CASE("insert_message enforces the message and document size limits", "[bson][insert]") {
   pmrkit::buffer_pool pool;
   const auto docs = people(20);

@@ -22,7 +22,7 @@ namespace pmrkit::bson {
 struct reader_limits {
   std::size_t max_message_bytes = default_max_message_bytes;
   // The server allows 16 MiB documents plus 16 KiB of command overhead in OP_MSG.
-  std::size_t max_document_bytes = default_max_document_bytes + 16 * 1024;
+  std::size_t max_document_bytes = max_command_document_bytes;
   std::size_t max_document_sequences = 16;  // kind-1 sections per message
   // Walk each document's elements (types, key and string terminators, nested lengths) too,
   // not only its length prefix and terminator.

@@ -21,6 +21,8 @@ inline constexpr std::size_t header_size = 16;
 // The server's defaults (hello: maxMessageSizeBytes, maxBsonObjectSize).
 inline constexpr std::size_t default_max_message_bytes = 48'000'000;
 inline constexpr std::size_t default_max_document_bytes = 16 * 1024 * 1024;
+// A command document may exceed that by 16 KiB of command overhead in OP_MSG.
+inline constexpr std::size_t max_command_document_bytes = default_max_document_bytes + 16 * 1024;
 
 // OP_MSG flagBits. Bits 0-15 are "required": a reader must reject a message that sets one it
 // does not know.
