@@ -6,7 +6,7 @@
 // from the bounded upstream). What succeeds must hold up:
 //  - every document of a parsed OP_MSG lies inside the message and validates again on its own;
 //  - unwrap output is exactly 16 + uncompressedSize bytes with a consistent header; on a throw
-//    the output buffer is unchanged;
+//    the output buffer is unchanged, its storage included;
 //  - a parsed OP_MSG wrapped into OP_COMPRESSED unwraps to the same bytes.
 #include <cstddef>
 #include <cstdint>
@@ -59,9 +59,13 @@ bool check_op_msg(std::span<const std::byte> message) {
   return true;
 }
 
-void unchanged(const pmrkit::byte_buffer& out, const std::byte (&marker)[3]) {
+// Its bytes, and its storage too: a pointer into the buffer must stay good.
+void unchanged(const pmrkit::byte_buffer& out, const std::byte (&marker)[3],
+               const std::byte* storage, std::size_t capacity) {
   if (out.size() != sizeof marker || std::memcmp(out.data(), marker, sizeof marker) != 0)
     broken("a failed unwrap changed its output buffer");
+  if (out.data() != storage || out.capacity() != capacity)
+    broken("a failed unwrap moved its output buffer's storage");
 }
 
 struct codecs {
@@ -81,9 +85,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   {
     const bool is_op_msg = check_op_msg(input);
 
-    pmrkit::byte_buffer out = pmrkit::byte_buffer::make_standalone(&upstream, 8);
+    // Room for the 16-byte header and a small message: unwrap writes in place when the whole
+    // message fits, and must not then grow the buffer before the frame has proved its size.
+    pmrkit::byte_buffer out = pmrkit::byte_buffer::make_standalone(&upstream, 64);
     const std::byte marker[3] = {std::byte{1}, std::byte{2}, std::byte{3}};
     out.append(marker, sizeof marker);
+    const std::byte* const storage = out.data();
+    const std::size_t capacity = out.capacity();
     try {
       const std::size_t n = pmrkit::bson::unwrap_op_compressed(input, compressor_id_zstd,
                                                                z.decompressor, out, max_message);
@@ -98,13 +106,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         broken("the rebuilt header disagrees with the OP_COMPRESSED prefix");
       check_op_msg(out.span().subspan(sizeof marker));
     } catch (const pmrkit::bson::wire_format_error&) {
-      unchanged(out, marker);
+      unchanged(out, marker, storage, capacity);
     } catch (const pmrkit::bson::message_too_large&) {
-      unchanged(out, marker);
+      unchanged(out, marker, storage, capacity);
     } catch (const pmrkit::zstd::error&) {
-      unchanged(out, marker);
+      unchanged(out, marker, storage, capacity);
     } catch (const std::bad_alloc&) {
-      if (out.size() != sizeof marker) broken("a failed unwrap changed its output buffer");
+      unchanged(out, marker, storage, capacity);
     }
 
     if (is_op_msg) {
