@@ -73,36 +73,40 @@ TEST_CASE("mimalloc: a heap used and destroyed on its thread, its blocks freed o
   CHECK(outcome.exit_code == 0);
 }
 
-TEST_CASE("mimalloc: a heap destroyed after its thread ended aborts with the rule it broke",
-          "[mimalloc]") {
-  // mimalloc deleted the heap when its thread ended; destroying it again corrupted memory.
-  const auto outcome = pmrkit::test::run_in_child([] {
+namespace {
+
+// In a child process: a heap made on a thread that has since ended, then handed to `destroy`.
+template <class Destroy>
+pmrkit::test::child_outcome heap_outliving_its_thread(Destroy destroy) {
+  return pmrkit::test::run_in_child([&] {
     std::unique_ptr<pmrkit::mimalloc_heap_resource> heap;
     std::thread([&] {
       heap = std::make_unique<pmrkit::mimalloc_heap_resource>();
       (void)heap->allocate(64, 8);
     }).join();
-    heap.reset();
+    destroy(heap);
   });
+}
+
+void check_aborted_naming_the_rule(const pmrkit::test::child_outcome& outcome) {
   CHECK(outcome.aborted);
   CHECK_THAT(outcome.stderr_text,
              Catch::Matchers::Contains("destroyed on a thread other than the one that created it"));
 }
 
+}  // namespace
+
+TEST_CASE("mimalloc: a heap destroyed after its thread ended aborts with the rule it broke",
+          "[mimalloc]") {
+  // mimalloc deleted the heap when its thread ended; destroying it again corrupted memory.
+  check_aborted_naming_the_rule(heap_outliving_its_thread([](auto& heap) { heap.reset(); }));
+}
+
 TEST_CASE("mimalloc: a heap destroyed on a later thread that got its thread's id aborts too",
           "[mimalloc]") {
   // glibc gives an ended thread's id to the next thread it starts: the id alone let this pass.
-  const auto outcome = pmrkit::test::run_in_child([] {
-    std::unique_ptr<pmrkit::mimalloc_heap_resource> heap;
-    std::thread([&] {
-      heap = std::make_unique<pmrkit::mimalloc_heap_resource>();
-      (void)heap->allocate(64, 8);
-    }).join();
-    std::thread([&] { heap.reset(); }).join();
-  });
-  CHECK(outcome.aborted);
-  CHECK_THAT(outcome.stderr_text,
-             Catch::Matchers::Contains("destroyed on a thread other than the one that created it"));
+  check_aborted_naming_the_rule(heap_outliving_its_thread(
+      [](auto& heap) { std::thread([&] { heap.reset(); }).join(); }));
 }
 
 TEMPLATE_TEST_CASE("mimalloc: an impossible request is std::bad_alloc", "[mimalloc]",

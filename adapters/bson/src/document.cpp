@@ -73,10 +73,16 @@ struct document::impl {
     std::size_t target = capacity > max_document_size / 2 ? required : capacity * 2;
     if (target < required) target = required;
     if (target < 64) target = 64;
-    auto* fresh = static_cast<std::uint8_t*>(resource->allocate(target, storage_alignment));
+    move_to(target);
+  }
+
+  // Moves the contents to a new block of `new_capacity` (at least the old one). The block the
+  // append began with is kept until the append ends, since only it can hold the caller's
+  // bytes (release_retired); one an append moved to before is freed at once.
+  void move_to(std::size_t new_capacity) {
+    auto* fresh = static_cast<std::uint8_t*>(resource->allocate(new_capacity, storage_alignment));
     if (data) {
       std::memcpy(fresh, data, capacity);
-      // Only the block the append began with can hold the caller's bytes.
       if (retired == nullptr) {
         retired = data;
         retired_bytes = capacity;
@@ -85,8 +91,8 @@ struct document::impl {
       }
     }
     data = fresh;
-    capacity = target;
-    buf_len = target;
+    capacity = new_capacity;
+    buf_len = new_capacity;
   }
 
   // libbson's bson_realloc_func: it gives the new size only, so the old one is kept here. It
@@ -161,20 +167,6 @@ struct document::impl {
     return data != nullptr && begin < end && begin < own + capacity && own < end;
   }
 
-  // Moves the contents to a new block and keeps the old one, as grow() does, until the append
-  // ends.
-  void move_storage() {
-    auto* fresh = static_cast<std::uint8_t*>(resource->allocate(capacity, storage_alignment));
-    std::memcpy(fresh, data, capacity);
-    if (retired == nullptr) {
-      retired = data;
-      retired_bytes = capacity;
-    } else {
-      resource->deallocate(data, capacity, storage_alignment);
-    }
-    data = fresh;
-  }
-
   // Appends one element of `value_bytes` through `write(bson_t*, key, key_length)`. `views`
   // are what `write` reads besides the key.
   template <class Write, class... Views>
@@ -189,7 +181,7 @@ struct document::impl {
     // libbson writes the new element's type byte over the terminator before it copies the key
     // and the value, so a view of this document's own bytes is read from a block nothing
     // writes to: the one it began in, kept until the append ends (grow() keeps it likewise).
-    if (holds(k) || (holds(views) || ...)) move_storage();
+    if (holds(k) || (holds(views) || ...)) move_to(capacity);
     reserve_for(element);
     if (!write(current(), k.data(), static_cast<int>(k.size()))) {
       throw std::length_error("pmrkit::bson::document: libbson refused to append \"" +

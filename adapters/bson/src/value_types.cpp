@@ -134,7 +134,8 @@ std::optional<decimal128> parse_decimal128(std::string_view text) {
   std::size_t padded = 0;
   if (exponent > max_exponent) {
     padded = static_cast<std::size_t>(
-        std::min<long long>(exponent - max_exponent, max_digits - static_cast<long long>(significant)));
+        std::min<long long>(exponent - max_exponent,
+                            max_digits - static_cast<long long>(significant)));
     exponent -= static_cast<long long>(padded);
     if (exponent > max_exponent) return std::nullopt;
   }
