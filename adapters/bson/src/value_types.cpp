@@ -3,7 +3,6 @@
 #include <bson/bson.h>
 
 #include <algorithm>
-#include <climits>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
