@@ -5,18 +5,18 @@
 #include "pmrkit/checked_resource.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstdint>
 #include <cstring>
 #include <deque>
 #include <iterator>
-#include <string>
 #include <map>
 #include <mutex>
 #include <new>
 #include <optional>
 #include <stdexcept>
+#include <string>
 #include <utility>
 #include <vector>
 
