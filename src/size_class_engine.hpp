@@ -222,7 +222,8 @@ class size_class_engine {
   // starts the sweeper thread (the second cache) or wakes it (the first since none).
   void count_caches(int change) noexcept;
   // The sweeper thread's sweep (idle_sweeper.hpp): one for idle caches if no thread has swept
-  // for sweeper_slack cache_idle_times; true while some thread still has a cache.
+  // for sweeper_slack cache_idle_times; true while some thread still has a cache, or the
+  // empty chunks exceed idle_retained.
   static bool sweep_from_sweeper(void* engine) noexcept;
   // True for the one caller (of those that find `since` nanoseconds passed since the last
   // sweep) that wins the next sweep.

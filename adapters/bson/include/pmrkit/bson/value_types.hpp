@@ -3,7 +3,7 @@
 //
 // Plain aggregates: copy them freely, share them between threads. Their factories parse text
 // and throw std::invalid_argument saying what was wrong and what is allowed; they allocate
-// nothing beyond the exception (decimal128::from_string: for text under 128 characters).
+// nothing beyond the exception.
 // object_id::generate() is thread-safe.
 #pragma once
 
