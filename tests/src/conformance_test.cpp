@@ -280,8 +280,9 @@ TEST_CASE("every strategy: a request larger than any object throws std::bad_allo
   // assume_aligned.
   volatile std::size_t hidden_alignment = std::size_t{1} << 63;
   const std::size_t huge_alignment = hidden_alignment;
-  for (const std::size_t bytes :
-       {std::size_t{100}, just_too_large, just_too_large + 100, largest}) {
+  // (Not a small size with it: that one reaches the allocator, where AddressSanitizer's
+  // aligned allocation fails a CHECK of its own instead of returning null.)
+  for (const std::size_t bytes : {just_too_large, just_too_large + 100, largest}) {
     CAPTURE(bytes);
     CHECK_THROWS_AS(r->allocate(bytes, huge_alignment), std::bad_alloc);
   }
