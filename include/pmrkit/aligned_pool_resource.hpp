@@ -89,6 +89,9 @@ class pool_upstream_shim final : public std::pmr::memory_resource {
   }
 
   void* do_allocate(std::size_t bytes, std::size_t alignment) override {
+    // libstdc++'s pools saturate an unpooled request's size at SIZE_MAX; no object is larger
+    // than PTRDIFF_MAX, so such a request never reaches upstream.
+    if (bytes > PTRDIFF_MAX) throw std::bad_alloc();
     call* c = current();
     try {
       void* p = upstream_->allocate(bytes, alignment);
