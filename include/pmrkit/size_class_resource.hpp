@@ -87,15 +87,15 @@ struct size_class_options {
   // a thread whose cache was taken makes a new one at its next call. Zero: never (a cache then
   // goes back only when its thread exits, or at trim()); at most ten minutes.
   std::chrono::microseconds cache_idle_time{1000};
-  // A thread of the resource's own that sweeps for idle caches every cache_idle_time, so that
-  // the caches of threads that all park at once go back too (sync only). It starts when a
-  // second thread makes a cache of this resource, sleeps while no thread has one and the empty
-  // chunks are within idle_retained, and is joined by the destructor. None starts with cache_idle_time 0, where the kernel refuses
-  // membarrier (see trim()), or when the system refuses a thread. Without it, sweeps ride on
-  // the slow paths of the threads that use the resource, so when every thread parks within a
-  // cache_idle_time or two, the last ones keep their caches until a thread works again or
-  // trim() runs. A process that forks has the thread in the parent only: destroy such a
-  // resource in the parent (or exec). false: never start one.
+  // A thread of the resource's own that sweeps for idle caches every cache_idle_time, so that the
+  // caches of threads that all park at once go back too (sync only). It starts when a second thread
+  // makes a cache of this resource, sleeps while no thread has one and the empty chunks are within
+  // idle_retained, and is joined by the destructor. None starts with cache_idle_time 0, where the
+  // kernel refuses membarrier (see trim()), or when the system refuses a thread. Without it, sweeps
+  // ride on the slow paths of the threads that use the resource, so when every thread parks within
+  // a cache_idle_time or two, the last ones keep their caches until a thread works again or trim()
+  // runs. A process that forks has the thread in the parent only: destroy such a resource in the
+  // parent (or exec). false: never start one.
   bool sweeper_thread = true;
 };
 

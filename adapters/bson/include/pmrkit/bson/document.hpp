@@ -11,7 +11,8 @@
 // inside an array, whose keys are the indexes "0", "1", ...; std::logic_error for a nesting
 // mistake). A key or value may be a view of the document's own bytes (bytes(): appending a
 // document to itself): such an append first moves the document to a new block (one
-// allocation, and data() changes), since libbson overwrites the terminator before it copies. Not thread-safe: one thread at a time.
+// allocation, and data() changes), since libbson overwrites the terminator before it copies.
+// Not thread-safe: one thread at a time.
 // Move-only (a moved-from document may only be destroyed or assigned to); the resource must
 // outlive it.
 //

@@ -10,8 +10,9 @@
 //
 // Errors: std::invalid_argument for a database or collection name that is empty or contains
 // NUL, for names that make the command document larger than max_command_document_bytes
-// (16 MiB + 16 KiB: what a server and parse_op_msg take), and for a document that is not one well-formed BSON document (length prefix, terminator,
-// element structure; see validate_document()); message_too_large when a document exceeds
+// (16 MiB + 16 KiB: what a server and parse_op_msg take), and for a document that is not one
+// well-formed BSON document (length prefix, terminator, element structure; see
+// validate_document()); message_too_large when a document exceeds
 // max_document_bytes or the message would exceed max_message_bytes (the message is unchanged,
 // so the caller can finish() it and put the document in the next one). Thread-safety: an
 // insert_message is used by one thread at a time; insert_builder is thread-safe (its pool is,
