@@ -59,13 +59,12 @@ class byte_buffer {
   void clear() noexcept { size_ = 0; }
 
   // A copy of this buffer's bytes in new storage, from the same pool (or the same resource),
-  // with room for exactly `extra` bytes more (unless a pool rounds it up: a decompressor sizes
-  // its output by its limit; a caller that appends through copies again and again asks for at
-  // least the capacity it has, so that the copies double), for an operation that must leave this buffer exactly as it was,
-  // storage included, if it fails part way: work in the copy, and move it here once nothing
-  // can fail. Throws
-  // std::length_error if size() + extra is past the largest buffer size, and what the pool or
-  // resource throws.
+  // with room for exactly `extra` bytes more (unless a pool rounds it up), for an operation
+  // that must leave this buffer exactly as it was, storage included, if it fails part way:
+  // work in the copy, and move it here once nothing can fail. Exact, because a decompressor
+  // sizes its output by its limit; a caller that appends through copies again and again asks
+  // for at least the capacity it has, so that its copies double. Throws std::length_error if
+  // size() + extra is past the largest buffer size, and what the pool or resource throws.
   byte_buffer copy_with_room(std::size_t extra) const;
 
   // Gives the storage back now (to the pool, or to the resource) and leaves the buffer empty,
