@@ -14,6 +14,7 @@ namespace {
 int call_twice(pmrkit::function_ref<int(int)> f, int x) { return f(f(x)); }
 
 int add_three(int x) { return x + 3; }
+int times_two(int x) { return x * 2; }
 
 }  // namespace
 
@@ -55,6 +56,18 @@ TEST_CASE("function_ref is built from a function, as from a function pointer", "
   int (*pointer)(int) = add_three;
   CHECK(call_twice(pointer, 2) == 8);
   static_assert(std::is_nothrow_constructible_v<pmrkit::function_ref<int(int)>, int (&)(int)>);
+}
+
+TEST_CASE("function_ref keeps a function pointer's value, not the pointer's address",
+          "[function_ref]") {
+  // `&f` is a temporary that dies with the full-expression: a function_ref that kept its
+  // address would call through a dead stack slot. Changing the variable shows which was kept.
+  int (*pointer)(int) = add_three;
+  const pmrkit::function_ref<int(int)> f = pointer;
+  pointer = times_two;
+  CHECK(f(1) == 4);
+  const pmrkit::function_ref<int(int)> g = &times_two;
+  CHECK(g(5) == 10);
 }
 
 TEST_CASE("function_ref<void(...)> accepts a callable that returns a value", "[function_ref]") {
