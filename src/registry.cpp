@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 #include <stdexcept>
+#include <string>
+#include <string_view>
 
 #include "spec.hpp"
 #include "strategy.hpp"
@@ -43,6 +45,24 @@ strategy_info info_of(const strategy_definition& s) {
   return info;
 }
 
+// std::pmr's default resource is process-wide: every thread that builds a container without a
+// resource allocates from it, so it must be a strategy any thread may use.
+void check_serves_any_thread(const strategy_definition& s) {
+  if (s.can.thread_safe && !s.can.bound_to_thread) return;
+  std::string alternatives;
+  for (const auto* other : detail::registered_strategies())
+    if (other->can.thread_safe && !other->can.bound_to_thread)
+      alternatives += (alternatives.empty() ? "" : ", ") + std::string(other->name);
+  throw std::invalid_argument(
+      "pmrkit: " + std::string(s.name) +
+      (s.can.bound_to_thread ? " must be used on the thread that made it"
+                             : " is not thread-safe") +
+      ", and the default resource serves every thread of the process; choose one of " +
+      alternatives +
+      ", or, in a program that allocates from one thread only, call "
+      "install_default_from_env(pmrkit::default_resource_users::one_thread)");
+}
+
 }  // namespace
 
 std::vector<strategy_info> strategies() {
@@ -52,13 +72,15 @@ std::vector<strategy_info> strategies() {
 }
 
 strategy_info describe_strategy(std::string_view spec) {
-  return info_of(find_strategy(detail::parse_spec(spec).name));
+  const strategy_definition& strategy = find_strategy(detail::spec_name(spec));
+  detail::parse_spec(spec);  // the option list must be well formed, though not checked
+  return info_of(strategy);
 }
 
 std::unique_ptr<std::pmr::memory_resource> make_resource(std::string_view spec,
                                                          std::pmr::memory_resource* upstream) {
+  const strategy_definition& strategy = find_strategy(detail::spec_name(spec));
   detail::parsed_spec parsed = detail::parse_spec(spec);
-  const strategy_definition& strategy = find_strategy(parsed.name);
   if (!upstream)
     throw std::invalid_argument("pmrkit: make_resource(\"" + std::string(spec) +
                                 "\") was given a null upstream resource");
@@ -68,15 +90,27 @@ std::unique_ptr<std::pmr::memory_resource> make_resource(std::string_view spec,
   return resource;
 }
 
-std::pmr::memory_resource& install_default_from_env() {
+std::pmr::memory_resource& install_default_from_env(default_resource_users users) {
   // A function-local static: built once even when called from several threads, destroyed
-  // never (it may still be in use by other statics' destructors at exit).
-  static std::pmr::memory_resource* const installed = [] {
+  // never (it may still be in use by other statics' destructors at exit). A call that throws
+  // leaves it unbuilt, so a later call tries again.
+  static std::pmr::memory_resource* const installed = [users] {
     const char* env = std::getenv("PMRKIT_STRATEGY");
-    const std::string_view spec = (env && *env) ? env : "new_delete";
-    std::pmr::memory_resource* r = make_resource(spec).release();
-    std::pmr::set_default_resource(r);
-    return r;
+    std::string spec = env ? env : "";
+    if (spec.find_first_not_of(" \t\n\r\v\f") == std::string::npos) spec = "new_delete";
+    try {
+      if (users == default_resource_users::any_thread)
+        check_serves_any_thread(find_strategy(detail::spec_name(spec)));
+      std::pmr::memory_resource* r = make_resource(spec).release();
+      std::pmr::set_default_resource(r);
+      return r;
+    } catch (const std::invalid_argument& e) {
+      // Say where the spec came from: the user may not know the variable is set.
+      std::string_view why = e.what();
+      if (why.starts_with("pmrkit: ")) why.remove_prefix(8);
+      throw std::invalid_argument("pmrkit: PMRKIT_STRATEGY='" + std::string(env ? env : "") +
+                                  "': " + std::string(why));
+    }
   }();
   return *installed;
 }

@@ -31,22 +31,32 @@ bool equal_ignoring_case(std::string_view text, std::string_view lower) noexcept
 
 }  // namespace
 
-parsed_spec parse_spec(std::string_view spec) {
-  const std::string whole(spec);
-  spec = trim(spec);
-  parsed_spec out;
-  const auto colon = spec.find(':');
-  out.name = std::string(trim(spec.substr(0, colon)));
-  if (out.name.empty())
-    throw std::invalid_argument("pmrkit: strategy spec '" + whole +
+std::string spec_name(std::string_view spec) {
+  const std::string_view trimmed = trim(spec);
+  std::string name(trim(trimmed.substr(0, trimmed.find(':'))));
+  if (name.empty())
+    throw std::invalid_argument("pmrkit: strategy spec '" + std::string(spec) +
                                 "' has no strategy name; expected \"name\" or "
                                 "\"name:key=value,key=value\"");
+  return name;
+}
+
+parsed_spec parse_spec(std::string_view spec) {
+  const std::string whole(spec);
+  parsed_spec out;
+  out.name = spec_name(spec);
+  spec = trim(spec);
+  const auto colon = spec.find(':');
   if (colon == std::string_view::npos) return out;
 
   std::string_view rest = spec.substr(colon + 1);
   while (true) {
     const auto comma = rest.find(',');
     const std::string_view item = trim(rest.substr(0, comma));
+    if (item.empty())
+      throw std::invalid_argument("pmrkit: spec '" + whole +
+                                  "' has an empty option (a stray ',', or ':' with nothing "
+                                  "after it); expected \"name:key=value,key=value\"");
     const auto eq = item.find('=');
     if (eq == std::string_view::npos || trim(item.substr(0, eq)).empty() ||
         trim(item.substr(eq + 1)).empty())
@@ -65,18 +75,19 @@ parsed_spec parse_spec(std::string_view spec) {
   return out;
 }
 
-bool parse_size(std::string_view text, std::size_t& out) noexcept {
+size_text read_size(std::string_view text, std::size_t& out) noexcept {
   text = trim(text);
   std::size_t digits = 0;
   std::size_t value = 0;
+  bool too_large = false;  // the digits alone pass SIZE_MAX; the rest must still be read
   constexpr std::size_t max = std::numeric_limits<std::size_t>::max();
   while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') {
     const std::size_t d = static_cast<std::size_t>(text[digits] - '0');
-    if (value > (max - d) / 10) return false;
-    value = value * 10 + d;
+    if (value > (max - d) / 10) too_large = true;
+    if (!too_large) value = value * 10 + d;
     ++digits;
   }
-  if (digits == 0) return false;
+  if (digits == 0) return size_text::malformed;
   std::string_view suffix = text.substr(digits);
   unsigned shift = 0;
   if (!suffix.empty()) {
@@ -84,16 +95,20 @@ bool parse_size(std::string_view text, std::size_t& out) noexcept {
       case 'k': case 'K': shift = 10; break;
       case 'm': case 'M': shift = 20; break;
       case 'g': case 'G': shift = 30; break;
-      default: return false;
+      default: return size_text::malformed;
     }
     suffix.remove_prefix(1);
     // Whatever case the unit came in: "64kb", "64KIB" and "64kiB" are all 64 KiB.
     if (!(suffix.empty() || equal_ignoring_case(suffix, "ib") || equal_ignoring_case(suffix, "b")))
-      return false;
+      return size_text::malformed;
   }
-  if (shift != 0 && value > (max >> shift)) return false;
+  if (too_large || (shift != 0 && value > (max >> shift))) return size_text::too_large;
   out = value << shift;
-  return true;
+  return size_text::size;
+}
+
+bool parse_size(std::string_view text, std::size_t& out) noexcept {
+  return read_size(text, out) == size_text::size;
 }
 
 std::string format_size(std::size_t n) {
@@ -167,12 +182,13 @@ std::size_t option_reader::size(std::string_view key) {
   const std::string* text = value_of(key);
   if (!text) return option.default_size;
   std::size_t value = 0;
-  // The format hint only for text that is not a size at all: "max_pooled=2M" is well formed
-  // and merely out of range.
-  if (!parse_size(*text, value))
+  // The format hint only for text that is not a size at all: "max_pooled=2M" and
+  // "max_retained=99999999999999999999" are well formed and merely out of range.
+  const size_text read = read_size(*text, value);
+  if (read == size_text::malformed)
     reject(key, "allowed: " + describe_allowed(option) +
                     " (a number, optionally with a K, M or G suffix: 64K, 64KiB)");
-  if (value < option.min || value > option.max ||
+  if (read == size_text::too_large || value < option.min || value > option.max ||
       (option.kind == option_kind::power_of_two && (value & (value - 1)) != 0))
     reject(key, "allowed: " + describe_allowed(option));
   return value;

@@ -22,12 +22,26 @@ struct parsed_spec {
   std::vector<std::pair<std::string, std::string>> options;  // in the order written
 };
 
-// Splits a spec. Throws std::invalid_argument for an empty name, an option without '=', an
-// empty key or value, or a key given twice.
+// The strategy name a spec starts with (before any ':'), without white space. Throws
+// std::invalid_argument when it is empty. The registry looks the name up before it parses the
+// options, so that a misspelt name is what the user hears of first.
+std::string spec_name(std::string_view spec);
+
+// Splits a spec. Throws std::invalid_argument for an empty name, an empty option (a stray ','),
+// an option without '=', an empty key or value, or a key given twice.
 parsed_spec parse_spec(std::string_view spec);
 
-// Parses "123", "64K", "1M", "2G" (also "64KiB", "64k"); binary multiples. Returns false on
-// anything else or on overflow.
+// What a text written as a size holds.
+enum class size_text {
+  size,       // a size: read_size stored it
+  malformed,  // not written as a size at all
+  too_large,  // written as a size, but past SIZE_MAX
+};
+
+// Reads "123", "64K", "1M", "2G" (also "64KiB", "64k"); binary multiples.
+size_text read_size(std::string_view text, std::size_t& out) noexcept;
+
+// read_size(text, out) == size_text::size.
 bool parse_size(std::string_view text, std::size_t& out) noexcept;
 
 // A size as a spec would write it: the largest exact K/M/G multiple ("64K"), else digits.

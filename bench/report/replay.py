@@ -25,6 +25,7 @@ import random
 import shlex
 import subprocess
 import sys
+from collections.abc import Iterable
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -224,8 +225,10 @@ def _figures(row: analysis.AnalyzedRow) -> str:
             + ("" if ratio is None else f" ({m.format_times(ratio)} live)"))
 
 
-def recommendation_lines(rec: Recommendation) -> list[str]:
-    """The closing verdict: the time-against-memory front, then three specs to paste."""
+def recommendation_lines(rec: Recommendation, one_thread: Iterable[str] = ()) -> list[str]:
+    """The closing verdict: the time-against-memory front, then three specs to paste, and a
+    note for those of them `one_thread` names (strategies install_default_from_env() takes only
+    for a program that allocates from one thread: the trace's context lists them)."""
     if rec.fastest is None:
         return ["no recommendation: no strategy row has results"]
     lines = []
@@ -245,6 +248,12 @@ def recommendation_lines(rec: Recommendation) -> list[str]:
         lines.append("  (the trade-off: of the front, the lowest time/op over the fastest's "
                      "with a peak held figure times peak held over the leanest's; medians; "
                      "'checked', preload and limit rows are not candidates)")
+    named = [r.key.strategy.split(":")[0] for r in (rec.fastest, rec.leanest, rec.trade_off) if r]
+    single = [name for name in dict.fromkeys(named) if name in set(one_thread)]
+    if single:
+        lines.append(f"  ({', '.join(single)}: only for a program that allocates from one "
+                     "thread; install with pmrkit::install_default_from_env("
+                     "pmrkit::default_resource_users::one_thread), as the plain call refuses it)")
     return lines
 
 
@@ -286,7 +295,8 @@ def main(argv: list[str]) -> int:
           f"{ctx.get('pmrkit_trace_cross_thread_frees')} cross-thread frees, peak live "
           f"{m.format_bytes(float(ctx.get('pmrkit_trace_peak_live_bytes', 0)))}\n")
     analyzed = analysis.analyze_run(result_set)
-    lines = recommendation_lines(recommend(analyzed[0]))
+    lines = recommendation_lines(recommend(analyzed[0]),
+                                 ctx.get("pmrkit_one_thread_strategies", ()))
     main_job.write_reports(args.out, doc, result_set, notes + lines,
                            title=f"pmrkit replay of {os.path.basename(args.trace)}")
     print("\n" + "\n".join(lines))

@@ -63,19 +63,33 @@ std::vector<strategy_info> strategies();
 
 // The strategy a spec names ("size_class" or "size_class:max_pooled=4K"; option keys and
 // values are not checked). Throws std::invalid_argument for an unknown name, listing every
-// valid name, or for a malformed option list (an item without "=", a key given twice).
+// valid name (looked up before the options are read), or for a malformed option list (an empty
+// item, an item without "=", a key given twice).
 strategy_info describe_strategy(std::string_view spec);
 
 // Builds the strategy named by `spec`. Pool-like strategies take their memory from upstream.
-// Throws std::invalid_argument for an unknown name (the message lists every valid name), an
-// unknown option key, or a malformed or out-of-range value (the message names the key and
+// Throws std::invalid_argument for an unknown name (the message lists every valid name; the
+// name is looked up before the options are read), an unknown option key, or a malformed or out-of-range value (the message names the key and
 // what is allowed).
 std::unique_ptr<std::pmr::memory_resource> make_resource(
     std::string_view spec, std::pmr::memory_resource* upstream = std::pmr::new_delete_resource());
 
-// Reads PMRKIT_STRATEGY (a spec; unset or empty means "new_delete"), builds it once, installs
-// it with std::pmr::set_default_resource and returns it. The resource lives until exit; later
-// calls return the same resource. Throws like make_resource() for a bad spec.
-std::pmr::memory_resource& install_default_from_env();
+// Which threads will allocate from the resource install_default_from_env() installs.
+enum class default_resource_users {
+  // Any thread may: std::pmr's default is process-wide. Strategies that are not thread-safe or
+  // are bound to their thread (strategy_info) are refused.
+  any_thread,
+  // The program allocates from the calling thread only (no container without an explicit
+  // resource is ever built or grown on another thread): every strategy is accepted.
+  one_thread,
+};
+
+// Reads PMRKIT_STRATEGY (a spec; unset, empty or white space means "new_delete"), builds it
+// once, installs it with std::pmr::set_default_resource and returns it. The resource lives until
+// exit; later calls return the same resource, whatever they pass. Throws std::invalid_argument
+// like make_resource() for a bad spec, or for a strategy `users` rules out; the message starts
+// with the variable and its value. A call that throws installs nothing.
+std::pmr::memory_resource& install_default_from_env(
+    default_resource_users users = default_resource_users::any_thread);
 
 }  // namespace pmrkit

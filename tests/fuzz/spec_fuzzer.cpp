@@ -3,7 +3,8 @@
 // from an upstream refusing a fuzzed size), and what succeeds must make sense:
 //  - a parsed spec has a non-empty name, non-empty keys and values, no key twice, and prints
 //    back to a spec that parses to the same thing;
-//  - parse_size agrees with a 128-bit reference (no silent overflow);
+//  - read_size agrees with a 128-bit reference (no silent overflow; too large told from
+//    malformed);
 //  - a resource made from the spec serves, keeps and frees a few blocks, and gives every
 //    upstream byte back when destroyed.
 #include <cctype>
@@ -25,22 +26,24 @@ namespace {
 using pmrkit::fuzz::broken;
 __extension__ typedef unsigned __int128 wide;  // wide enough that no size overflows it
 
-// parse_size as documented: digits, then optionally K, M or G followed by nothing, "B" or
-// "iB", all in either case; ASCII white space around it (line breaks included) ignored; false on
-// overflow.
-bool reference_size(std::string_view text, std::size_t& out) {
+// read_size as documented: digits, then optionally K, M or G followed by nothing, "B" or
+// "iB", all in either case; ASCII white space around it (line breaks included) ignored;
+// too_large for a text so written whose value passes SIZE_MAX.
+pmrkit::detail::size_text reference_size(std::string_view text, std::size_t& out) {
+  using pmrkit::detail::size_text;
   const auto space = [](char c) {
     return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
   };
   while (!text.empty() && space(text.front())) text.remove_prefix(1);
   while (!text.empty() && space(text.back())) text.remove_suffix(1);
   wide value = 0;
+  bool too_large = false;
   std::size_t i = 0;
   for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
-    value = value * 10 + static_cast<unsigned>(text[i] - '0');
-    if (value > SIZE_MAX) return false;
+    if (!too_large) value = value * 10 + static_cast<unsigned>(text[i] - '0');
+    too_large = too_large || value > SIZE_MAX;
   }
-  if (i == 0) return false;
+  if (i == 0) return size_text::malformed;
   std::string_view suffix = text.substr(i);
   if (!suffix.empty()) {
     const char unit = suffix.front();
@@ -48,25 +51,29 @@ bool reference_size(std::string_view text, std::size_t& out) {
                            : unit == 'm' || unit == 'M' ? 20
                            : unit == 'g' || unit == 'G' ? 30
                                                         : 0;
-    if (shift == 0) return false;
+    if (shift == 0) return size_text::malformed;
     suffix.remove_prefix(1);
     std::string tail(suffix);
     for (char& c : tail) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (!(tail.empty() || tail == "b" || tail == "ib")) return false;
-    value <<= shift;
-    if (value > SIZE_MAX) return false;
+    if (!(tail.empty() || tail == "b" || tail == "ib")) return size_text::malformed;
+    if (!too_large) value <<= shift;
+    too_large = too_large || value > SIZE_MAX;
   }
+  if (too_large) return size_text::too_large;
   out = static_cast<std::size_t>(value);
-  return true;
+  return size_text::size;
 }
 
 void check_size(std::string_view text) {
   std::size_t got = 0;
   std::size_t expected = 0;
-  const bool ok = pmrkit::detail::parse_size(text, got);
-  if (ok != reference_size(text, expected))
-    broken("parse_size accepts what the rules reject, or the reverse");
-  if (ok && got != expected) broken("parse_size returned the wrong value");
+  const pmrkit::detail::size_text read = pmrkit::detail::read_size(text, got);
+  if (read != reference_size(text, expected))
+    broken("read_size tells a size, a malformed text and a too large one apart wrongly");
+  if (pmrkit::detail::parse_size(text, got) != (read == pmrkit::detail::size_text::size))
+    broken("parse_size disagrees with read_size");
+  if (read == pmrkit::detail::size_text::size && got != expected)
+    broken("read_size returned the wrong value");
 }
 
 void check_parsed(const pmrkit::detail::parsed_spec& parsed) {

@@ -74,6 +74,13 @@ class Recommendation(unittest.TestCase):
         lines = replay.recommendation_lines(rec)
         self.assertIn("recommended trade-off: PMRKIT_STRATEGY='size_class:max_pooled=4K'",
                       "\n".join(lines))
+        self.assertNotIn("one_thread", "\n".join(lines))
+        # A pick the plain install_default_from_env() refuses says how to install it.
+        lines = replay.recommendation_lines(rec, ["monotonic", "boost_pool"])
+        note = [line for line in lines if "one_thread" in line]
+        self.assertEqual(len(note), 1, lines)
+        self.assertIn("(monotonic: only for a program that allocates from one thread", note[0])
+        self.assertIn("default_resource_users::one_thread", note[0])
 
     def test_tied_score_goes_to_the_faster(self):
         # Both score 2.0 (twice the best held at the best time; the best held at twice the time).
@@ -147,6 +154,10 @@ class ReplayJson(unittest.TestCase):
         self.assertEqual(keys, {("", "limit"), ("new_delete", ""), ("size_class", "")})
         self.assertEqual(rows[next(k for k in rows if k.strategy == "new_delete")].held_method,
                          "mallinfo2")
+        one_thread = doc["context"]["pmrkit_one_thread_strategies"]
+        self.assertIn("std_unsync_pool", one_thread)
+        self.assertIn("mimalloc_heap", one_thread)
+        self.assertNotIn("size_class", one_thread)
 
     def test_list_and_bad_spec(self):
         listed = subprocess.run([REPLAY, TRACE, "--list-strategies"], capture_output=True,

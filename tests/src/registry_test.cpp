@@ -38,6 +38,11 @@ TEST_CASE("an unknown strategy name lists every valid name", "[registry]") {
     CHECK_THAT(message, Contains("jemalloc"));
     for (const auto& s : pmrkit::strategies()) CHECK_THAT(message, Contains(s.name));
   }
+  // The name is looked up first: a misspelt name with a malformed option list is reported as
+  // the misspelling, which is what the user needs to hear of.
+  REQUIRE_THROWS_WITH(pmrkit::make_resource("sizeclass:max_pooled"),
+                      Contains("unknown strategy 'sizeclass'") && Contains("size_class"));
+  REQUIRE_THROWS_WITH(pmrkit::describe_strategy("nope:x"), Contains("unknown strategy 'nope'"));
 }
 
 TEST_CASE("option errors name the key and what is allowed", "[registry]") {
@@ -60,6 +65,12 @@ TEST_CASE("option errors name the key and what is allowed", "[registry]") {
     // Well formed, so no hint about how to write a size.
     REQUIRE_THROWS_WITH(pmrkit::make_resource("boost_pool:max_pooled=2M"),
                         !Contains("K, M or G"));
+    // Past SIZE_MAX is out of range too, not malformed.
+    REQUIRE_THROWS_WITH(pmrkit::make_resource("size_class:max_retained=18446744073709551616"),
+                        Contains("max_retained=18446744073709551616 is invalid") &&
+                            Contains("allowed: a size from 0 to") && !Contains("K, M or G"));
+    REQUIRE_THROWS_WITH(pmrkit::make_resource("size_class:max_retained=99999999999999999999G"),
+                        !Contains("K, M or G"));
   }
   SECTION("options that constrain each other") {
     REQUIRE_THROWS_WITH(pmrkit::make_resource("boost_pool:chunk_size=1M,max_chunk_size=128K"),
@@ -77,8 +88,11 @@ TEST_CASE("option errors name the key and what is allowed", "[registry]") {
                         Contains("key=value"));
     REQUIRE_THROWS_WITH(pmrkit::make_resource("monotonic:initial_size=1K,initial_size=2K"),
                         Contains("twice"));
-    REQUIRE_THROWS_AS(pmrkit::make_resource("monotonic:initial_size=1K,"),
-                      std::invalid_argument);
+    REQUIRE_THROWS_WITH(pmrkit::make_resource("monotonic:initial_size=1K,"),
+                        Contains("empty option") && Contains("stray ','"));
+    REQUIRE_THROWS_WITH(pmrkit::make_resource("monotonic:"), Contains("empty option"));
+    REQUIRE_THROWS_WITH(pmrkit::describe_strategy("monotonic:a=1,,b=2"),
+                        Contains("empty option"));
   }
   SECTION("null upstream") {
     REQUIRE_THROWS_WITH(pmrkit::make_resource("monotonic", nullptr), Contains("null upstream"));
@@ -120,6 +134,14 @@ TEST_CASE("parse_size understands K, M and G and rejects the rest", "[registry]"
   CHECK_FALSE(pmrkit::detail::parse_size("-1", n));
   CHECK_FALSE(pmrkit::detail::parse_size("99999999999999999999", n));
   CHECK_FALSE(pmrkit::detail::parse_size("99999999999999G", n));
+  // Which of the two a refusal was: written as a size but too large, or not a size at all.
+  using pmrkit::detail::size_text;
+  CHECK(pmrkit::detail::read_size("18446744073709551615", n) == size_text::size);
+  CHECK(pmrkit::detail::read_size("18446744073709551616", n) == size_text::too_large);
+  CHECK(pmrkit::detail::read_size("99999999999999999999K", n) == size_text::too_large);
+  CHECK(pmrkit::detail::read_size("17179869184G", n) == size_text::too_large);
+  CHECK(pmrkit::detail::read_size("99999999999999999999X", n) == size_text::malformed);
+  CHECK(pmrkit::detail::read_size("12X", n) == size_text::malformed);
 }
 
 // ---------------------------------------------------------------------------------------------

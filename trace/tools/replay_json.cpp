@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "json_text.hpp"
+#include "pmrkit/registry.hpp"
 
 namespace pmrkit::trace_tools {
 namespace {
@@ -42,7 +43,17 @@ void write_benchmark_json(std::ostream& out, const std::string& trace_path,
       << "  \"pmrkit_trace_operations\": " << plan.operations() << ",\n"
       << "  \"pmrkit_trace_threads\": " << plan.threads().size() << ",\n"
       << "  \"pmrkit_trace_cross_thread_frees\": " << plan.cross_thread_frees() << ",\n"
-      << "  \"pmrkit_trace_peak_live_bytes\": " << plan.peak_live_bytes() << "\n },\n"
+      << "  \"pmrkit_trace_peak_live_bytes\": " << plan.peak_live_bytes() << ",\n"
+      << "  \"pmrkit_one_thread_strategies\": [";
+  // Those install_default_from_env() takes only for a program that allocates from one thread
+  // (not thread-safe, or bound to their thread): the recommendation says so when it names one.
+  const char* comma = "";
+  for (const strategy_info& s : strategies())
+    if (!s.thread_safe || s.bound_to_thread) {
+      out << comma << json_string(s.name);
+      comma = ", ";
+    }
+  out << "]\n },\n"
       << " \"benchmarks\": [";
   const char* separator = "\n";
   for (const replay_row& row : rows) {
