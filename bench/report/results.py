@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import re
 import statistics
 from typing import Iterable
@@ -213,7 +214,10 @@ def parse_name(name: str, known: Iterable[str] = (), preload: str = "") -> RowKe
 
 
 def _metrics_of(entry: dict) -> dict[str, float]:
-    """One benchmark entry's metrics, normalised: time in ns/op, throughput in MB/s."""
+    """One benchmark entry's metrics, normalised: time in ns/op, throughput in MB/s. A value
+    that is not a finite number (Google Benchmark writes NaN for a counter it could not
+    compute, and inf for a rate over no time) is left out, as if the entry had not reported it:
+    one such sample must not turn a row's median, or its test, into nonsense."""
     out = {}
     scale = _TIME_UNIT_TO_NS.get(entry.get("time_unit", "ns"), 1.0)
     if "real_time" in entry:
@@ -237,7 +241,7 @@ def _metrics_of(entry: dict) -> dict[str, float]:
         out["mb_per_s"] = float(entry["bytes_per_second"]) / 1e6
     if "items_per_second" in entry:
         out["items_per_s"] = float(entry["items_per_second"])
-    return out
+    return {metric: value for metric, value in out.items() if math.isfinite(value)}
 
 
 def phase_names(entry: dict) -> list[str]:
@@ -319,7 +323,7 @@ def from_json(doc: dict, known: Iterable[str] | None = None) -> ResultSet:
                 row.phases.append(phase)
             held = entry.get(f"phase_{phase}_held_bytes")
             live = entry.get(f"phase_{phase}_live_bytes")
-            if held is not None and live:
+            if held is not None and live and math.isfinite(float(held) / float(live)):
                 row.samples.setdefault(phase_metric(phase, "held_over_live"), []).append(
                     float(held) / float(live))
         if "peak_held_bytes" in entry and not row.held_method:

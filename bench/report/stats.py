@@ -124,6 +124,11 @@ class PairedRatio:
     # Two-sided Wilcoxon signed-rank test of the rounds' ratios against 1 (signed_rank_p);
     # None when it cannot call a difference: rounds unknown, or fewer than MIN_PAIRED_ROUNDS.
     p: float | None = None
+    # Which way the test's statistic leans: the rank sum of the rounds in which the row took
+    # longer against that of the rounds in which it took less (signed_rank). It, not the
+    # median, names the direction of a difference the test found: in a skewed run (many rounds
+    # a little faster, fewer much slower) the median sits on the other side of 1.
+    leans_slower: bool | None = None
 
     @property
     def call(self) -> str:
@@ -133,7 +138,8 @@ class PairedRatio:
             return ""
         if self.p >= ALPHA:
             return "~"
-        return "faster" if self.median < 1 else "slower"
+        slower = self.median > 1 if self.leans_slower is None else self.leans_slower
+        return "slower" if slower else "faster"
 
 
 # The fewest paired rounds with which the signed-rank test can reach p < ALPHA: its smallest
@@ -155,11 +161,18 @@ def signed_rank_p(ratios: list[float]) -> float | None:
     rows of a round cancels, and it weighs how far each round leans, not only which way. The
     p-value is exact, ties included (midranks; rounds with equal times drop out, as Wilcoxon's
     own rule has it). None with fewer than MIN_PAIRED_ROUNDS rounds."""
+    tested = signed_rank(ratios)
+    return None if tested is None else tested[0]
+
+
+def signed_rank(ratios: list[float]) -> tuple[float, bool] | None:
+    """signed_rank_p's p-value, and whether the statistic leans towards the row being the
+    slower (the ranks of the rounds with a ratio above 1 sum to more than half the total)."""
     if len(ratios) < MIN_PAIRED_ROUNDS:
         return None
     logs = [x for x in numpy.log(ratios) if x != 0]
     if not logs:
-        return 1.0  # every round the same time on both sides
+        return 1.0, False  # every round the same time on both sides
     # Midranks are multiples of a half: doubled, the statistic's null distribution (each rank
     # positive or negative with even odds) counts over integers.
     weights = [int(round(2 * r)) for r in scipy_stats.rankdata(numpy.abs(logs))]
@@ -171,7 +184,7 @@ def signed_rank_p(ratios: list[float]) -> float | None:
     outcomes = 2 ** len(logs)
     at_most = sum(ways[:positive + 1]) / outcomes
     at_least = sum(ways[positive:]) / outcomes
-    return min(1.0, 2 * min(at_most, at_least))
+    return min(1.0, 2 * min(at_most, at_least)), 2 * positive > sum(weights)
 
 
 def paired_ratio(values: list[float], rounds: list[int | None], other: list[float],
@@ -190,8 +203,11 @@ def paired_ratio(values: list[float], rounds: list[int | None], other: list[floa
     common = sorted(set(mine) & set(theirs)) if mine is not None and theirs is not None else []
     if common and all(theirs[r] > 0 for r in common):
         ratios = [mine[r] / theirs[r] for r in common]
+        tested = signed_rank(ratios)
         return PairedRatio(median=float(numpy.median(ratios)), rounds=len(common),
-                           faster=sum(x < 1 for x in ratios), p=signed_rank_p(ratios))
+                           faster=sum(x < 1 for x in ratios),
+                           p=None if tested is None else tested[0],
+                           leans_slower=None if tested is None else tested[1])
     unpaired = ratio(float(numpy.median(values)), float(numpy.median(other)))
     return None if unpaired is None else PairedRatio(median=unpaired, rounds=0, faster=0)
 

@@ -127,6 +127,24 @@ class ReadJson(unittest.TestCase):
         self.assertEqual([name for name, _ in self.set.errors], ["InsertSingle/boost_pool/fresh"])
         self.assertNotIn(results.parse_name("InsertSingle/boost_pool/fresh"), self.set.rows)
 
+    def test_values_that_are_not_numbers_are_left_out(self):
+        # Google Benchmark writes NaN for a counter it could not compute: one such value must
+        # not reach a median or a test (the exact U test's ranks crashed on it).
+        def entry(index, time, faults, held=2000.0):
+            return {"name": "InsertSingle/new_delete/fresh", "run_type": "iteration",
+                    "repetition_index": index, "real_time": time, "cpu_time": time,
+                    "time_unit": "ns", "faults_per_op": faults, "peak_held_bytes": held,
+                    "peak_live_bytes": 1000.0}
+        nan = float("nan")
+        doc = {"context": {}, "benchmarks": [entry(0, 100.0, 0.0), entry(1, nan, nan),
+                                             entry(2, 102.0, 0.0, held=nan),
+                                             entry(3, float("inf"), 0.0)]}
+        row = results.from_json(doc).rows[results.parse_name("InsertSingle/new_delete/fresh")]
+        self.assertEqual(row.values("ns_per_op"), [100.0, 102.0])
+        self.assertEqual(row.values("faults_per_op"), [0.0, 0.0, 0.0])
+        self.assertEqual(row.values("held_over_live"), [2.0, 2.0, 2.0])
+        self.assertIsNotNone(stats.u_test(row.values("faults_per_op"), [0.0, 1.0, 0.0]))
+
     def test_preload_rows_are_rows_of_their_own(self):
         plain = results.parse_name("InsertSingle/malloc/fresh")
         tagged = results.RowKey("InsertSingle", 1, "malloc", "fresh", "jemalloc")
@@ -254,6 +272,21 @@ class Statistics(unittest.TestCase):
         self.assertEqual((five.p, five.call), (None, ""))
         unknown = stats.paired_ratio([20.0] * 8, [None] * 8, rival, rounds)
         self.assertEqual((unknown.rounds, unknown.call), (0, ""))
+
+    def test_the_test_names_the_direction_not_the_median(self):
+        # 16 rounds 1% faster, 14 about 50% slower: the median of the ratios is 0.99, but the
+        # signed-rank test weighs how far each round leans and finds the row slower.
+        rounds = list(range(30))
+        rival = [100.0] * 30
+        mine = [99.0 + 0.01 * i for i in range(16)] + [150.0 + i for i in range(14)]
+        skewed = stats.paired_ratio(mine, rounds, rival, rounds)
+        self.assertLess(skewed.median, 1)
+        self.assertLess(skewed.p, 0.05)
+        self.assertEqual((skewed.call, skewed.faster), ("slower", 16))
+        # The mirror image: a median above 1, and the test finds the row faster.
+        mirror = stats.paired_ratio([100.0 * 100.0 / x for x in mine], rounds, rival, rounds)
+        self.assertGreater(mirror.median, 1)
+        self.assertEqual(mirror.call, "faster")
 
     def test_paired_ratio_pairs_only_rounds_both_ran(self):
         paired = stats.paired_ratio([2.0, 4.0, 100.0], [0, 1, 7], [1.0, 2.0], [0, 1])
