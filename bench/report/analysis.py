@@ -134,8 +134,10 @@ class Table:
                 seen.setdefault(phase, None)
         return list(seen)
 
-    def repetitions(self) -> tuple[int, int]:
-        ns = [s.n for r in self.rows for s in [r.summary.get("ns_per_op")] if s]
+    def repetitions(self, old: bool = False) -> tuple[int, int]:
+        """The fewest and most runs of a row (OLD's rows' when `old`); (0, 0) for none."""
+        ns = [s.n for r in self.rows for s in [((r.old if old else r.summary) or {})
+                                                .get("ns_per_op")] if s]
         return (min(ns), max(ns)) if ns else (0, 0)
 
 
@@ -276,7 +278,8 @@ def analyze_compare(old: results.ResultSet, new: results.ResultSet) -> list[Tabl
         old_rows = {r.key: r for r in old_tables.get(table_key, [])}
         union = list(new_rows.values()) + [r for k, r in old_rows.items() if k not in new_rows]
         union = _ordered(union, order)
-        shown = _metrics_present(union)
+        # From both runs' rows: a figure one file lacks reads "-" on its side, not gone.
+        shown = _metrics_present(list(new_rows.values()) + list(old_rows.values()))
         reference_key = next((r.key for r in union if r.key.is_reference), None)
         reference_time = _median(new_rows.get(reference_key), "ns_per_op")
         new_rivals = _rival_rows(list(new_rows.values()))

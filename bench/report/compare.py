@@ -62,6 +62,9 @@ def main(argv: list[str]) -> int:
     if only_one:
         print(f"\nrows present in one run only (shown as -): {', '.join(only_one)}",
               file=sys.stderr)
+    # A run that reported an error has no figures: say why a row lacks them.
+    for note in old.error_notes("OLD: ") + new.error_notes("NEW: "):
+        print(note, file=sys.stderr)
     return 0
 
 

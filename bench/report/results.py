@@ -152,6 +152,12 @@ class ResultSet:
     context: dict
     errors: list[tuple[str, str]]  # (benchmark name, message) of runs that reported an error
 
+    def error_notes(self, prefix: str = "") -> list[str]:
+        """One line per run that reported an error (its row has no such run), de-duplicated:
+        "PREFIXerror in NAME: MESSAGE"."""
+        return list(dict.fromkeys(f"{prefix}error in {name}: {message}"
+                                  for name, message in self.errors))
+
     def tables(self) -> dict[tuple[str, int], list[Row]]:
         """Rows grouped by table, both in order of first appearance."""
         grouped: dict[tuple[str, int], list[Row]] = {}

@@ -179,7 +179,12 @@ def main(argv: list[str]) -> int:
     if args.from_json:
         doc = json.load(open(args.from_json, encoding="utf-8"))
         result_set = results.from_json(doc)
-        write_reports(args.out, doc, result_set, doc.get("context", {}).get("pmrkit_notes", []))
+        notes = doc.get("context", {}).get("pmrkit_notes", [])
+        # Errors the runs reported (a row left without them) that the run's notes lack.
+        notes = notes + [n for n in result_set.error_notes() if n not in notes]
+        write_reports(args.out, doc, result_set, notes)
+        for note in result_set.error_notes():
+            print(note, file=sys.stderr)
         print(f"wrote {args.out}/summary.csv, report.html, charts/", file=sys.stderr)
         return 0
 

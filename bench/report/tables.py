@@ -224,13 +224,22 @@ def compare_grid(table: analysis.Table) -> Grid:
     return Grid(headers, rows, numeric, better, [r.role for r in table.rows])
 
 
+def _run_count(low: int, high: int, interleaved: str) -> str:
+    if high == 0:
+        return "no runs"
+    return (f"{low} {interleaved}{'run' if high == 1 else 'runs'}" if low == high
+            else f"{low}-{high} {interleaved}runs")
+
+
 def caption(table: analysis.Table) -> str:
-    low, high = table.repetitions()
     interleaved = "interleaved " if table.interleaved else ""
-    runs = (f"{low} {interleaved}{'run' if high == 1 else 'runs'} each" if low == high
-            else f"{low}-{high} {interleaved}runs each")
+    runs = _run_count(*table.repetitions(), interleaved) + " each"
     heap = f", {table.heap_state} heap" if table.heap_state else ""
     if table.comparing:
+        if table.repetitions(old=True) != table.repetitions():
+            def side(counts: tuple[int, int]) -> str:
+                return "none" if counts[1] == 0 else _run_count(*counts, interleaved) + " each"
+            runs = f"old {side(table.repetitions(old=True))}, new {side(table.repetitions())}"
         return f"{table.title} — new vs old, {runs}{heap}"
     # A workload whose every op allocates (the container ops, the recorded patterns) has no
     # reference row to time against; saying "reference missing" read as a row the run lost.
@@ -411,16 +420,23 @@ def phase_grid(table: analysis.Table) -> Grid | None:
 
 
 def compare_verdict_lines(table: analysis.Table) -> list[str]:
-    faster = slower = same = 0
+    """How many rows' time/op the U test calls faster, slower or unchanged; a row in one run
+    only, or with too few runs on a side to test, is untested, not unchanged."""
+    faster = slower = same = untested = 0
     for row in table.rows:
         d = row.delta.get("ns_per_op")
-        if d is None or not d.significant or d.change is None:
-            same += d is not None
-        elif d.change < 0:
+        if d is None or d.p is None:
+            untested += 1
+        elif not d.significant:
+            same += 1
+        elif d.change is not None and d.change < 0:
             faster += 1
         else:
-            slower += 1
-    lines = [f"time/op: {faster} faster, {slower} slower, {same} unchanged (p >= {stats.ALPHA})"]
+            slower += 1  # significant, and up (or from 0)
+    untested_text = (f", {untested} untested (in one run only, or under "
+                     f"{stats.MIN_SAMPLES} runs a side)" if untested else "")
+    lines = [f"time/op: {faster} faster, {slower} slower, {same} unchanged "
+             f"(p >= {stats.ALPHA}){untested_text}"]
     return lines + [line for line in (rival_verdict_line(table, old=True),
                                       rival_verdict_line(table)) if line]
 

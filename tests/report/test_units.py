@@ -631,6 +631,9 @@ class MemoryAxis(unittest.TestCase):
                                   capture_output=True, text=True, timeout=60)
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertIn("old peak held", done.stdout)
+        # The fixture's boost_pool row reported an error: its message reaches the user.
+        self.assertIn("NEW: error in InsertSingle/boost_pool/fresh: boost_pool: upstream threw "
+                      "std::bad_alloc", done.stderr)
 
     def test_phase_table(self):
         g = tables.phase_grid(table_of(self.tables, "AllocPhases"))
@@ -830,6 +833,31 @@ class CompareTables(unittest.TestCase):
         self.assertEqual(rows["new_delete/fresh"][3], "~ (p=1.000)")
         self.assertEqual(rows["gone/fresh"][2], "—")
         self.assertIn("2 faster, 0 slower", tables.verdict_lines(insert)[0])
+
+    def test_each_runs_count_untested_rows_and_figures_of_one_side(self):
+        old = results.from_json(synthetic_doc({
+            "AllocPairs/new_delete": ([10, 11, 12, 13, 14], {"faults_per_op": 2.0}),
+            "AllocPairs/size_class": ([5, 5.1, 5.2, 5.3, 5.4], {"faults_per_op": 1.0}),
+            "AllocPairs/gone": [1, 2, 3, 4, 5]}))
+        new = results.from_json(synthetic_doc({
+            "AllocPairs/new_delete": [10.5, 11.5, 12.5],
+            "AllocPairs/size_class": [20, 21, 22]}))
+        (table,) = analysis.analyze_compare(old, new)
+        # Both runs' counts, where they differ.
+        self.assertIn("new vs old, old 5 runs each, new 3 runs each", tables.caption(table))
+        # A row in one run only is untested, not unchanged.
+        self.assertEqual(tables.verdict_lines(table)[0],
+                         "time/op: 0 faster, 1 slower, 1 unchanged (p >= 0.05), 1 untested "
+                         "(in one run only, or under 3 runs a side)")
+        # OLD's page faults stay shown though NEW has none.
+        g = tables.grid(table)
+        self.assertIn("old faults/op", g.headers)
+        size_class = next(c for c in g.rows if c[0] == "size_class")
+        self.assertEqual(size_class[g.headers.index("old faults/op")], "1")
+        # A table in OLD only says so.
+        (gone,) = analysis.analyze_compare(old, results.from_json(synthetic_doc(
+            {"AllocMixed/new_delete": [1, 2, 3]})))[1:]
+        self.assertIn("old 5 runs each, new none", tables.caption(gone))
 
     def test_counts_copied_into_every_repetition_are_one_sample(self):
         # The runner copies a row's one counting process into each of its 6 timed runs: two
