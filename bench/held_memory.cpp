@@ -61,16 +61,27 @@ std::uint64_t tcmalloc_held() {  // mapped from the OS and not given back
 // 32 MiB; the segment's first pages hold its metadata.
 constexpr std::uintptr_t mimalloc_segment_size = std::uintptr_t{1} << 25;
 
-// Resident bytes of [begin, end), read a MiB at a time so that a smaller (huge-block) segment
-// or one given back since counts only where it is mapped.
+// Resident bytes of [begin, end), read a MiB at a time (never past `end`) so that a smaller
+// (huge-block) segment or one given back since counts only where it is mapped. mincore fails
+// for a whole step that is partly unmapped, so such a step is read again page by page: a
+// mapping that ends within it still counts up to its end.
 std::uint64_t resident_bytes(std::uintptr_t begin, std::uintptr_t end) {
   static const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
   constexpr std::size_t step = std::size_t{1} << 20;
   std::vector<unsigned char> pages(step / page);
   std::uint64_t resident = 0;
   for (std::uintptr_t at = begin; at < end; at += step) {
-    if (mincore(reinterpret_cast<void*>(at), step, pages.data()) != 0) continue;  // unmapped
-    for (unsigned char p : pages) resident += (p & 1u) ? page : 0;
+    const std::size_t length = static_cast<std::size_t>(std::min<std::uintptr_t>(step, end - at));
+    const std::size_t count = (length + page - 1) / page;
+    if (mincore(reinterpret_cast<void*>(at), length, pages.data()) == 0) {
+      for (std::size_t i = 0; i < count; ++i) resident += (pages[i] & 1u) ? page : 0;
+      continue;
+    }
+    for (std::size_t i = 0; i < count; ++i) {
+      unsigned char one = 0;
+      if (mincore(reinterpret_cast<void*>(at + i * page), page, &one) == 0 && (one & 1u))
+        resident += page;
+    }
   }
   return resident;
 }

@@ -83,6 +83,29 @@ TEST_CASE("held memory: mimalloc is measured by the pages it touched, not what i
   CHECK(probe.peak() == 0);
 }
 
+TEST_CASE("held memory: a mapping that ends inside a MiB counts up to its end",
+          "[bench][held]") {
+  // mimalloc maps a huge block's segment only as far as the block: 2.5 MiB of a 32 MiB-aligned
+  // slot here, every page touched. Read a whole MiB at a time, the last half MiB was missed.
+  constexpr std::size_t segment = std::size_t{1} << 25;
+  constexpr std::size_t length = (std::size_t{5} << 20) / 2;
+  void* reserved = mmap(nullptr, 2 * segment, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(reserved != MAP_FAILED);
+  const auto at = (reinterpret_cast<std::uintptr_t>(reserved) + segment - 1) & ~(segment - 1);
+  void* base = reinterpret_cast<void*>(at);
+  // Unmapped around the 2.5 MiB, so that nothing past them can be counted.
+  REQUIRE(munmap(reserved, 2 * segment) == 0);
+  REQUIRE(mmap(base, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+               -1, 0) == base);
+  std::memset(base, 1, length);
+  process_held_probe probe(held_method::mimalloc_resident);
+  probe.start();
+  probe.note_block(static_cast<char*>(base) + 4096, length - 4096);
+  probe.sample();
+  CHECK(probe.now() == length);
+  munmap(base, length);
+}
+
 namespace {
 // Runs the child under LD_PRELOAD=library; answers its "<method> <peak>" line, "" if absent.
 std::string run_preloaded_child(const char* library) {
