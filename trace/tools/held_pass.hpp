@@ -4,8 +4,9 @@
 // Such a strategy's memory comes from a process allocator, so a counting upstream cannot see
 // it; the benchmark's probes (bench/held_memory.hpp) can. held_pass replays the trace once more,
 // untimed, with the strategy wrapped in a resource that samples the probe after every
-// allocation: mallinfo2 for glibc (whose holdings grow only on an allocation, so this is its
-// exact peak), the resident pages of mimalloc's segments (each block is touched, page by page,
+// allocation: mallinfo2 for glibc (its growth over the replay, not what it held before it:
+// reading the trace leaves free gaps the replayer made; glibc's holdings grow only on an
+// allocation, so sampling after each finds the peak), the resident pages of mimalloc's segments (each block is touched, page by page,
 // since the replayer itself never writes to its blocks), or a preloaded jemalloc's or tcmalloc's
 // own statistics. Only the `rss` fallback measures nothing: it would count only pages the replay
 // newly touches, while the replaced allocator reuses those the trace's reading freed. The
