@@ -2,6 +2,8 @@
 // every free, follows threads, and records neither forked children nor exec'd programs.
 #include <sys/wait.h>
 
+#include <csignal>
+
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
@@ -155,6 +157,29 @@ TEST_CASE("pmrkit-record keeps what a killed program's recorder had written", "[
   CHECK(trace.implicit_frees == 0);
 }
 
+TEST_CASE("pmrkit-record leaves out a child made without fork's handlers (_Fork)",
+          "[record]") {
+  const auto path = temp_trace("raw_fork");
+  CHECK(record(path, std::string(PMRKIT_RECORD_PROBE) + " raw-fork") == 0);
+  const auto trace = pmrkit::trace::read_trace_file(path);  // readable: no chunk of the child's
+  std::filesystem::remove(path);
+  CHECK(count_allocations(trace, sizes::malloc_size, 16) ==
+        static_cast<std::size_t>(sizes::killed_count));
+  CHECK(count_ops(trace, operation_kind::allocate, sizes::forked_child) == 0);
+}
+
+TEST_CASE("pmrkit-record terminated by SIGTERM passes it on and still writes the trace",
+          "[record]") {
+  // `kill PID`, `timeout`, a service manager: the recorder must not die before the program,
+  // or the stream is left unfinished and uncompressed.
+  const auto path = temp_trace("terminated");
+  CHECK(record(path, std::string(PMRKIT_RECORD_PROBE) + " terminated") == 128 + SIGTERM);
+  CHECK_FALSE(std::filesystem::exists(path.string() + ".stream"));
+  const auto trace = pmrkit::trace::read_trace_file(path);
+  std::filesystem::remove(path);
+  CHECK(count_allocations(trace, sizes::malloc_size, 16) > 0);
+}
+
 TEST_CASE("pmrkit-record on an unmodified multi-threaded program (python3 building JSON)",
           "[record]") {
   const auto path = temp_trace("python");
@@ -193,4 +218,30 @@ TEST_CASE("pmrkit-record refuses a recorder path that LD_PRELOAD cannot carry", 
   CHECK(WEXITSTATUS(status) == 1);
   CHECK_THAT(message, Catch::Contains("cannot be preloaded") && Catch::Contains("spaces"));
   CHECK_FALSE(std::filesystem::exists(trace));
+}
+
+TEST_CASE("pmrkit-record refuses, before the program runs, what would leave it unrecorded",
+          "[record]") {
+  const auto marker = temp_trace("ran_anyway");
+  std::filesystem::remove(marker);
+  const std::string program = " -- /usr/bin/touch " + pmrkit::test::shell_quoted(marker.string());
+  // -o in a directory that does not exist: the stream file beside it cannot be created.
+  const auto no_directory = pmrkit::test::run_for_stderr(
+      pmrkit::test::shell_quoted(PMRKIT_RECORD) + " -o /nonexistent-pmrkit-dir/x.trace" +
+      program);
+  REQUIRE(WIFEXITED(no_directory.status));
+  CHECK(WEXITSTATUS(no_directory.status) == 1);
+  CHECK_THAT(no_directory.stderr_text,
+             Catch::Contains("cannot create /nonexistent-pmrkit-dir/x.trace.stream") &&
+                 Catch::Contains("No such file or directory"));
+  // A recorder library that is not there.
+  const auto no_recorder = pmrkit::test::run_for_stderr(
+      "PMRKIT_RECORD_PRELOAD=/nonexistent-pmrkit-dir/librecord.so " +
+      pmrkit::test::shell_quoted(PMRKIT_RECORD) + " -o " +
+      pmrkit::test::shell_quoted(temp_trace("no_recorder").string()) + program);
+  REQUIRE(WIFEXITED(no_recorder.status));
+  CHECK(WEXITSTATUS(no_recorder.status) == 1);
+  CHECK_THAT(no_recorder.stderr_text,
+             Catch::Contains("/nonexistent-pmrkit-dir/librecord.so is not a file"));
+  CHECK_FALSE(std::filesystem::exists(marker));
 }

@@ -5,6 +5,11 @@
 //   record_probe execveat   the same, through execveat
 //   record_probe after-exec allocates, and exits 0 only if LD_PRELOAD still names the recorder
 //   record_probe killed     many allocations, then SIGKILL: the recorder's exit code never runs
+//   record_probe raw-fork   a child made by _Fork (no fork handlers run) allocates many blocks of
+//                           its own size while the parent allocates; the parent waits for it
+//   record_probe terminated many allocations, then SIGTERM to its parent (pmrkit-record, as
+//                           `kill PID` or a service manager would send it), then more until the
+//                           forwarded SIGTERM ends it (exits 9 after 30 s without it)
 //   record_probe late-frees  threads, one after another, that each allocate and call strerror,
 //                           whose buffer the C library frees after the thread's key destructors
 //   record_probe new-handler  an impossible operator new: exits 0 only if the installed
@@ -19,6 +24,7 @@
 #include <unistd.h>
 #include <sys/wait.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -89,6 +95,28 @@ int main(int argc, char** argv) {
     const ssize_t n = ::pread(own, back, sizeof back, 0);
     ::close(own);
     return n == static_cast<ssize_t>(sizeof line - 1) && std::memcmp(back, line, n) == 0 ? 0 : 7;
+  }
+
+  if (mode == "raw-fork") {
+    const pid_t forked = _Fork();
+    if (forked < 0) return 8;
+    const std::size_t size = forked == 0 ? sizes::forked_child : sizes::malloc_size;
+    for (int i = 0; i < sizes::killed_count; ++i) std::free(used(std::malloc(size)));
+    if (forked == 0) _exit(0);
+    int status = 0;
+    waitpid(forked, &status, 0);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 5;
+  }
+
+  if (mode == "terminated") {
+    for (int i = 0; i < sizes::killed_count; ++i) std::free(used(std::malloc(sizes::malloc_size)));
+    kill(getppid(), SIGTERM);
+    // Until the forwarded SIGTERM ends it; a recorder that died instead never sends it, and
+    // the probe must not spin on as an orphan.
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (std::chrono::steady_clock::now() < give_up)
+      std::free(used(std::malloc(sizes::new_size)));
+    return 9;
   }
 
   if (mode == "killed") {

@@ -5,8 +5,11 @@
 //
 // The program runs unmodified; libpmrkit_record_preload.so (beside this executable, or where
 // PMRKIT_RECORD_PRELOAD says) writes the uncompressed stream to FILE.stream, which is
-// compressed into FILE once the program exits. Exits with the program's status. See
-// docs/replay.md for what is recorded, and for fork and exec.
+// compressed into FILE once the program exits. Exits with the program's status. ^C and ^\ are
+// left to the program; SIGTERM and SIGHUP sent to pmrkit-record are passed on to it, so the
+// trace is finished whichever one a service manager or `timeout` signals. See docs/replay.md
+// for what is recorded, and for fork and exec.
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -44,9 +47,37 @@ fs::path preload_library() {
                            " (set PMRKIT_RECORD_PRELOAD to its path)");
 }
 
+// The recorded program, for the forwarding handler (0: none yet).
+volatile sig_atomic_t program_pid = 0;
+
+// A signal that would end pmrkit-record before the program (SIGTERM from `kill PID`, a service
+// manager or timeout; SIGHUP when the terminal goes) is passed on instead: the program decides,
+// and pmrkit-record outlives it to finish and compress the trace. A signal sent to the whole
+// process group reaches the program twice, which ends it all the same.
+void pass_on(int signal) {
+  if (program_pid > 0) ::kill(static_cast<pid_t>(program_pid), signal);
+}
+
+// Fails early, and says why, where the recorder would only find out inside the program (and let
+// it run unrecorded): the stream file beside FILE cannot be created, or the library is missing.
+void check_recordable(const fs::path& stream, const fs::path& library) {
+  if (!fs::is_regular_file(library))
+    throw std::runtime_error("the recorder " + library.string() +
+                             " is not a file (PMRKIT_RECORD_PRELOAD names it when set)");
+  const int fd = ::open(stream.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    throw std::runtime_error("cannot create " + stream.string() + ", where the recording goes " +
+                             "before it is compressed into -o's file: " + std::strerror(errno));
+  ::close(fd);
+  fs::remove(stream);
+}
+
 // `trace` is what was read, recorded or imported: the file written holds only its paired
-// operations, so its own counts of dropped and missed frees are always 0.
-void summarise(const fs::path& file, const pmrkit::trace::recorded_trace& trace) {
+// operations, so its own counts of dropped and missed frees are always 0. `complete`: false
+// for a recording cut short, whose threads' unwritten buffers held allocations that the frees
+// written later no longer find.
+void summarise(const fs::path& file, const pmrkit::trace::recorded_trace& trace,
+               bool complete = true) {
   std::uint64_t allocations = 0;
   for (const auto& op : trace.operations)
     allocations += op.kind == pmrkit::trace::operation_kind::allocate;
@@ -57,8 +88,14 @@ void summarise(const fs::path& file, const pmrkit::trace::recorded_trace& trace)
                static_cast<unsigned long long>(trace.operations.size() - allocations),
                trace.threads, static_cast<unsigned long long>(trace.peak_live_bytes),
                static_cast<unsigned long long>(fs::file_size(file)));
-  if (trace.unpaired_frees || trace.implicit_frees)
+  if ((trace.unpaired_frees || trace.implicit_frees) && complete)
     std::fprintf(stderr, " (%llu frees of memory from before the recording, %llu missed frees)",
+                 static_cast<unsigned long long>(trace.unpaired_frees),
+                 static_cast<unsigned long long>(trace.implicit_frees));
+  else if (trace.unpaired_frees || trace.implicit_frees)
+    std::fprintf(stderr,
+                 " (%llu frees without their allocation and %llu missed frees, most of them "
+                 "from the events lost with the threads' buffers)",
                  static_cast<unsigned long long>(trace.unpaired_frees),
                  static_cast<unsigned long long>(trace.implicit_frees));
   std::fprintf(stderr, "\n");
@@ -75,9 +112,17 @@ int record(const fs::path& out, char** command) {
                              "under a path without them)");
   const fs::path stream = out.string() + ".stream";
   fs::remove(stream);
+  check_recordable(stream, library);
+  // Blocked until the child's pid is known to the handler; the child unblocks them.
+  sigset_t forwarded, before;
+  sigemptyset(&forwarded);
+  sigaddset(&forwarded, SIGTERM);
+  sigaddset(&forwarded, SIGHUP);
+  sigprocmask(SIG_BLOCK, &forwarded, &before);
   const pid_t child = fork();
   if (child < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
   if (child == 0) {
+    sigprocmask(SIG_SETMASK, &before, nullptr);
     std::string preload = library.string();
     if (const char* existing = std::getenv("LD_PRELOAD"); existing && *existing)
       preload += std::string(":") + existing;
@@ -91,6 +136,13 @@ int record(const fs::path& out, char** command) {
   // Like time(1): a ^C reaches the program, which decides; we wait for it and keep the trace.
   std::signal(SIGINT, SIG_IGN);
   std::signal(SIGQUIT, SIG_IGN);
+  program_pid = child;
+  struct sigaction pass{};
+  pass.sa_handler = pass_on;
+  sigemptyset(&pass.sa_mask);
+  sigaction(SIGTERM, &pass, nullptr);
+  sigaction(SIGHUP, &pass, nullptr);
+  sigprocmask(SIG_SETMASK, &before, nullptr);
   int status = 0;
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
@@ -111,7 +163,7 @@ int record(const fs::path& out, char** command) {
                  static_cast<unsigned long long>(repair.events_kept));
   pmrkit::trace::compress_stream_file(stream, out);
   fs::remove(stream);
-  summarise(out, pmrkit::trace::read_trace_file(out));
+  summarise(out, pmrkit::trace::read_trace_file(out), repair.was_complete);
   return exit_code;
 }
 

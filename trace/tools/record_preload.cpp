@@ -12,11 +12,13 @@
 // PMRKIT_RECORD_PID, and only its first program image. On first use it overwrites that
 // variable's digits with zeros in place (no allocation), so a program it execs, and every
 // descendant, finds the library preloaded (LD_PRELOAD is inherited) but records nothing. A
-// forked child stops recording in the child (pthread_atfork) and leaves the file to its parent.
+// forked child stops recording in the child (pthread_atfork) and leaves the file to its parent;
+// one made without fork's handlers (_Fork, clone) stops at its first write, which checks the pid.
 // An exec ends the recording first (end record written), since the new image cannot.
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -155,10 +157,21 @@ struct recorder_guard {
   recorder_guard& operator=(const recorder_guard&) = delete;
 };
 
+// The signals a thread had before it took file_lock. Held with every signal blocked: a handler
+// that calls exit() (common, though not async-signal-safe) would otherwise reach
+// finish_recording, which takes the lock its own thread holds, and spin for ever.
+[[gnu::tls_model("initial-exec")]] thread_local sigset_t signals_before_lock;
+
 void lock_file() noexcept {
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &signals_before_lock);
   while (file_lock.test_and_set(std::memory_order_acquire)) sched_yield();
 }
-void unlock_file() noexcept { file_lock.clear(std::memory_order_release); }
+void unlock_file() noexcept {
+  file_lock.clear(std::memory_order_release);
+  pthread_sigmask(SIG_SETMASK, &signals_before_lock, nullptr);
+}
 
 void write_all(const unsigned char* p, std::size_t n) noexcept {
   while (n > 0) {
@@ -208,11 +221,21 @@ int settle_stream(int fd) noexcept {
   return fd;
 }
 
+void stop_in_child() noexcept;
+
 // Under file_lock.
 void write_chunk_locked(thread_slot& slot, std::uint64_t packed) noexcept {
   const std::uint64_t events = packed >> 32;
   const std::size_t bytes = packed & 0xffffffffu;
-  if (events == 0 || file_finished || !stream_is_ours()) return;
+  if (events == 0 || file_finished) return;
+  // A child made without fork()'s handlers (_Fork, clone, syscall(SYS_fork)) still thinks it
+  // records; its chunks would land among its parent's, under another process's lock. One
+  // getpid a chunk (256 KiB of events) finds it.
+  if (::getpid() != recorded_pid) {
+    stop_in_child();
+    return;
+  }
+  if (!stream_is_ours()) return;
   unsigned char header[format::max_chunk_header_bytes];
   write_all(header, static_cast<std::size_t>(
                         format::put_chunk_header(header, slot.thread, events, bytes) - header));
@@ -302,7 +325,12 @@ bool start_recording() noexcept {
     const int opened = ::open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     out_fd = opened < 0 ? opened : settle_stream(opened);
     if (out_fd < 0) {
-      say("pmrkit-record: cannot create the stream file; not recording\n");
+      const int error = errno;
+      say("pmrkit-record: cannot create the stream file ");
+      say(path);
+      say(": ");
+      say(std::strerror(error));
+      say("; not recording\n");
     } else if (pthread_key_create(&exit_key, thread_exiting) == 0 &&
                pthread_atfork(nullptr, nullptr, stop_in_child) == 0) {
       unsigned char header[format::header_bytes + format::max_varint_bytes];
