@@ -61,6 +61,33 @@ recording_resource::recording_resource(std::pmr::memory_resource* wrapped, trace
   write_bytes(sink_, header, format::put_header(header));
 }
 
+namespace {
+
+// The thread numbers this thread had with the recording_resources whose buffers its exit hook
+// gave back: the C++ runtime destroys a thread_local container made before the thread's first
+// recorded call after that hook, and its frees belong to this thread still. (One number shared
+// by every such late event would span every thread's life and make threads that ran one after
+// another look concurrent to the replay.) A resource is named by its address and its start
+// time, so that a later resource at the same address is not taken for it. A few slots: a thread
+// rarely records through more resources than that; the rest share the resource's late number.
+struct late_thread_number {
+  const void* resource = nullptr;
+  std::chrono::steady_clock::rep started = 0;
+  std::uint32_t thread = 0;
+};
+constexpr std::size_t late_thread_slots = 4;
+thread_local late_thread_number late_thread_numbers[late_thread_slots];
+thread_local std::size_t next_late_slot = 0;
+
+const late_thread_number* late_number_of(const void* resource,
+                                         std::chrono::steady_clock::rep started) noexcept {
+  for (const late_thread_number& n : late_thread_numbers)
+    if (n.resource == resource && n.started == started) return &n;
+  return nullptr;
+}
+
+}  // namespace
+
 recording_resource::~recording_resource() {
   try {
     finish();
@@ -106,11 +133,17 @@ void recording_resource::record(bool allocation, std::uint64_t time, const void*
   }
   // No buffer on this thread: it is past its exit hook (a thread_local container freed as the
   // thread ends) or there was no memory for one. The event goes to the sink at once, a chunk of
-  // its own, under one thread number kept for such events, so that no call goes unrecorded.
+  // its own, under the thread's own number where its exit hook left it, else under one number
+  // kept for such events, so that no call goes unrecorded.
   unsigned char event[format::max_event_bytes];
   format::chunk_state fresh;
   const unsigned char* end = format::put_event(event, fresh, kind, time, address, bytes, alignment);
+  const late_thread_number* own = late_number_of(this, start_.time_since_epoch().count());
   const std::lock_guard lock(sink_mutex_);
+  if (own) {
+    write_chunk_locked(own->thread, 1, event, end);
+    return;
+  }
   if (!has_unbuffered_thread_) {
     unbuffered_thread_ = next_thread_.fetch_add(1, std::memory_order_relaxed);
     has_unbuffered_thread_ = true;
@@ -148,6 +181,9 @@ void recording_resource::write_chunk_locked(std::uint32_t thread, std::uint64_t 
 }
 
 void recording_resource::absorb_exiting_cache(detail::recording_buffer& buffer) noexcept {
+  // On the exiting thread, whose later events keep its number (record).
+  late_thread_numbers[next_late_slot++ % late_thread_slots] = {
+      this, start_.time_since_epoch().count(), buffer.thread};
   send(buffer);
 }
 

@@ -6,6 +6,7 @@
 
 #include "pmrkit/counting_resource.hpp"
 #include "pmrkit/recording_resource.hpp"
+#include "pmrkit/trace/replay.hpp"
 #include "pmrkit/trace/trace_file.hpp"
 #include "trace_test_support.hpp"
 
@@ -158,6 +159,31 @@ TEST_CASE("recording_resource records a thread_local container freed as its thre
   // thread never freed is.
   CHECK(trace.live_objects_at_end == 1);
   CHECK(trace.live_bytes_at_end == 8);
+}
+
+TEST_CASE("a thread's frees after its exit hook keep its number: threads in turn stay apart",
+          "[trace]") {
+  // Three threads one after another, each with a thread_local container destroyed after the
+  // recorder's exit hook. Recorded under one number shared by such late frees, they made a
+  // thread that spanned all three: two lanes and cross-thread frees, so the replay refused the
+  // single-threaded strategies for a program that never ran two threads at once.
+  memory_sink sink;
+  pmrkit::recording_resource recorder(std::pmr::new_delete_resource(), sink);
+  thread_exit_recorder = &recorder;
+  for (int i = 0; i < 3; ++i)
+    std::thread([] {
+      thread_local std::pmr::vector<int> late(thread_exit_recorder);
+      for (int k = 0; k < 100; ++k) late.push_back(k);
+      thread_exit_recorder->deallocate(thread_exit_recorder->allocate(64), 64);
+    }).join();
+  recorder.finish();
+  const auto trace = pmrkit::trace::parse_pmrkit_stream(sink.stream);
+  CHECK(trace.threads == 3);
+  CHECK(trace.unpaired_frees == 0);
+  CHECK(trace.live_objects_at_end == 0);
+  const pmrkit::trace::replay_plan plan(trace);
+  CHECK(plan.cross_thread_frees() == 0);
+  CHECK(plan.lanes().size() == 1);
 }
 
 TEST_CASE("a failing sink stops the recording, not the program", "[trace]") {
