@@ -7,10 +7,14 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
+#include <cstdio>
+#include <memory_resource>
 #include <set>
-#include <vector>
 #include <string>
+#include <thread>
+#include <vector>
 
+#include "pmrkit/recording_resource.hpp"
 #include "pmrkit/trace/trace_file.hpp"
 #include "record_probe_sizes.hpp"
 #include "shell_quote.hpp"
@@ -244,4 +248,38 @@ TEST_CASE("pmrkit-record refuses, before the program runs, what would leave it u
   CHECK_THAT(no_recorder.stderr_text,
              Catch::Contains("/nonexistent-pmrkit-dir/librecord.so is not a file"));
   CHECK_FALSE(std::filesystem::exists(marker));
+}
+
+TEST_CASE("pmrkit-record --finish makes a stream its recorder left behind into a trace",
+          "[record]") {
+  // What a pmrkit-record killed with SIGKILL leaves: the stream of whole chunks, no end record.
+  trace_test::memory_sink sink;
+  std::vector<std::byte> unfinished;
+  {
+    pmrkit::recording_resource recorder(std::pmr::new_delete_resource(), sink);
+    for (int i = 0; i < 10; ++i)
+      recorder.deallocate(recorder.allocate(sizes::malloc_size), sizes::malloc_size);
+    std::thread([&] { recorder.deallocate(recorder.allocate(64), 64); }).join();  // one chunk
+    unfinished = sink.stream;
+  }
+  const auto trace_path = temp_trace("finished");
+  const std::string stream_path = trace_path.string() + ".stream";
+  {
+    std::FILE* f = std::fopen(stream_path.c_str(), "wb");
+    REQUIRE(f);
+    std::fwrite(unfinished.data(), 1, unfinished.size(), f);
+    std::fclose(f);
+  }
+  CHECK_THROWS_WITH(pmrkit::trace::read_trace_file(stream_path), Catch::Contains("--finish"));
+  const auto finished = pmrkit::test::run_for_stderr(
+      pmrkit::test::shell_quoted(PMRKIT_RECORD) + " -o " +
+      pmrkit::test::shell_quoted(trace_path.string()) + " --finish " +
+      pmrkit::test::shell_quoted(stream_path));
+  REQUIRE(WIFEXITED(finished.status));
+  CHECK(WEXITSTATUS(finished.status) == 0);
+  CHECK_THAT(finished.stderr_text, Catch::Contains("did not finish normally"));
+  CHECK_FALSE(std::filesystem::exists(stream_path));
+  const auto trace = pmrkit::trace::read_trace_file(trace_path);
+  std::filesystem::remove(trace_path);
+  CHECK(trace.operations.size() == 2);  // the thread's chunk; the main thread's was unwritten
 }

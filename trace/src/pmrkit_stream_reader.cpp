@@ -99,7 +99,8 @@ recorded_trace parse_pmrkit_stream(std::span<const std::byte> bytes) {
   std::vector<raw_event> events;
   for (;;) {
     if (stream.empty())
-      stream.fail("truncated: no end record (the recording did not finish)");
+      stream.fail("truncated: no end record (the recording did not finish; a FILE.stream left "
+                  "behind is made readable by pmrkit-record -o FILE --finish FILE.stream)");
     const std::size_t record_at = stream.offset();
     const std::uint8_t tag = stream.byte("a record's tag");
     if (tag == format::chunk_record) {

@@ -2,13 +2,16 @@
 //
 //   pmrkit-record -o FILE -- COMMAND [ARGS...]
 //   pmrkit-record -o FILE --import-heaptrack HEAPTRACK_FILE.zst
+//   pmrkit-record -o FILE --finish STREAM
 //
 // The program runs unmodified; libpmrkit_record_preload.so (beside this executable, or where
 // PMRKIT_RECORD_PRELOAD says) writes the uncompressed stream to FILE.stream, which is
 // compressed into FILE once the program exits. Exits with the program's status. ^C and ^\ are
 // left to the program; SIGTERM and SIGHUP sent to pmrkit-record are passed on to it, so the
 // trace is finished whichever one a service manager or `timeout` signals. See docs/replay.md
-// for what is recorded, and for fork and exec.
+// for what is recorded, and for fork and exec. --finish turns a FILE.stream left behind by a
+// pmrkit-record that could not finish (killed itself, by SIGKILL or the OOM killer) into FILE:
+// the stream cut after its last whole chunk, then compressed.
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -32,7 +35,8 @@ namespace fs = std::filesystem;
 int usage() {
   std::fprintf(stderr,
                "usage: pmrkit-record -o FILE -- COMMAND [ARGS...]\n"
-               "       pmrkit-record -o FILE --import-heaptrack HEAPTRACK_FILE.zst\n");
+               "       pmrkit-record -o FILE --import-heaptrack HEAPTRACK_FILE.zst\n"
+               "       pmrkit-record -o FILE --finish FILE.stream\n");
   return 2;
 }
 
@@ -101,6 +105,20 @@ void summarise(const fs::path& file, const pmrkit::trace::recorded_trace& trace,
   std::fprintf(stderr, "\n");
 }
 
+// Cuts `stream` after its last whole chunk if its writer stopped early, compresses it into
+// `out`, removes it and prints the summary. `who` and `why` name the program and what stopped it.
+void finish(const fs::path& stream, const fs::path& out, const char* who, const char* why) {
+  const pmrkit::trace::stream_repair repair = pmrkit::trace::finish_interrupted_stream(stream);
+  if (!repair.was_complete)
+    std::fprintf(stderr,
+                 "pmrkit-record: %s did not finish normally (%s): the trace keeps the %llu events "
+                 "written before; those still in its threads' buffers are lost\n",
+                 who, why, static_cast<unsigned long long>(repair.events_kept));
+  pmrkit::trace::compress_stream_file(stream, out);
+  fs::remove(stream);
+  summarise(out, pmrkit::trace::read_trace_file(out), repair.was_complete);
+}
+
 int record(const fs::path& out, char** command) {
   const fs::path library = preload_library();
   // The loader splits LD_PRELOAD at spaces and colons, with no escape: such a path would
@@ -152,18 +170,9 @@ int record(const fs::path& out, char** command) {
                  command[0]);
     return exit_code ? exit_code : 1;
   }
-  const pmrkit::trace::stream_repair repair = pmrkit::trace::finish_interrupted_stream(stream);
-  if (!repair.was_complete)
-    std::fprintf(stderr,
-                 "pmrkit-record: %s did not finish normally (%s): the trace keeps the %llu events "
-                 "written before; those still in its threads' buffers are lost\n",
-                 command[0],
-                 WIFSIGNALED(status) ? strsignal(WTERMSIG(status))
-                                     : "it left through _exit, or closed the recorder's file",
-                 static_cast<unsigned long long>(repair.events_kept));
-  pmrkit::trace::compress_stream_file(stream, out);
-  fs::remove(stream);
-  summarise(out, pmrkit::trace::read_trace_file(out), repair.was_complete);
+  finish(stream, out, command[0],
+         WIFSIGNALED(status) ? strsignal(WTERMSIG(status))
+                             : "it left through _exit, or closed the recorder's file");
   return exit_code;
 }
 
@@ -172,16 +181,25 @@ int record(const fs::path& out, char** command) {
 int main(int argc, char** argv) {
   fs::path out;
   fs::path heaptrack;
+  fs::path leftover;
   int i = 1;
   for (; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "-o" && i + 1 < argc) out = argv[++i];
     else if (arg == "--import-heaptrack" && i + 1 < argc) heaptrack = argv[++i];
+    else if (arg == "--finish" && i + 1 < argc) leftover = argv[++i];
     else if (arg == "--") { ++i; break; }
     else return usage();
   }
-  if (out.empty() || (heaptrack.empty() == (i >= argc))) return usage();
+  const int sources = !heaptrack.empty() + !leftover.empty() + (i < argc);
+  if (out.empty() || sources != 1) return usage();
   try {
+    if (!leftover.empty()) {
+      if (!fs::is_regular_file(leftover))
+        throw std::runtime_error(leftover.string() + " is not a file");
+      finish(leftover, out, leftover.c_str(), "its recorder did not finish it");
+      return 0;
+    }
     if (!heaptrack.empty()) {
       const pmrkit::trace::recorded_trace trace = pmrkit::trace::read_trace_file(heaptrack);
       pmrkit::trace::write_trace_file(trace, out);
