@@ -172,6 +172,16 @@ TEST_CASE("pmrkit-record leaves out a child made without fork's handlers (_Fork)
   CHECK(count_ops(trace, operation_kind::allocate, sizes::forked_child) == 0);
 }
 
+TEST_CASE("a _Fork child that copied a held file lock neither hangs nor writes", "[record]") {
+  // A thread of the parent may hold the recorder's file lock at the _Fork: the child's copy of
+  // it is never released, so the child must find out it is a child before taking it.
+  const auto path = temp_trace("raw_fork_threads");
+  CHECK(record(path, std::string(PMRKIT_RECORD_PROBE) + " raw-fork-threads") == 0);
+  const auto trace = pmrkit::trace::read_trace_file(path);
+  std::filesystem::remove(path);
+  CHECK(count_ops(trace, operation_kind::allocate, sizes::forked_child) == 0);
+}
+
 TEST_CASE("pmrkit-record terminated by SIGTERM passes it on and still writes the trace",
           "[record]") {
   // `kill PID`, `timeout`, a service manager: the recorder must not die before the program,

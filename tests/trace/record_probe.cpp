@@ -7,6 +7,10 @@
 //   record_probe killed     many allocations, then SIGKILL: the recorder's exit code never runs
 //   record_probe raw-fork   a child made by _Fork (no fork handlers run) allocates many blocks of
 //                           its own size while the parent allocates; the parent waits for it
+//   record_probe raw-fork-threads  four threads allocate while the main thread makes 20 _Fork
+//                           children, each allocating a buffer's worth: a child that copied the
+//                           recorder's file lock held by a thread must still exit (exits 10 if
+//                           one is still running after 20 s)
 //   record_probe terminated many allocations, then SIGTERM to its parent (pmrkit-record, as
 //                           `kill PID` or a service manager would send it), then more until the
 //                           forwarded SIGTERM ends it (exits 9 after 30 s without it)
@@ -24,6 +28,7 @@
 #include <unistd.h>
 #include <sys/wait.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -106,6 +111,43 @@ int main(int argc, char** argv) {
     int status = 0;
     waitpid(forked, &status, 0);
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 5;
+  }
+
+  if (mode == "raw-fork-threads") {
+    std::atomic<bool> done{false};
+    std::vector<std::thread> workers;
+    for (int t = 0; t < 4; ++t)
+      workers.emplace_back([&] {
+        while (!done.load()) std::free(used(std::malloc(sizes::thread_size)));
+      });
+    int result = 0;
+    for (int i = 0; i < 20 && result == 0; ++i) {
+      const pid_t forked = _Fork();
+      if (forked < 0) {
+        result = 8;
+        break;
+      }
+      if (forked == 0) {
+        for (int k = 0; k < sizes::killed_count; ++k)
+          std::free(used(std::malloc(sizes::forked_child)));
+        _exit(0);
+      }
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      int status = 0;
+      while (waitpid(forked, &status, WNOHANG) == 0) {
+        if (std::chrono::steady_clock::now() > deadline) {
+          kill(forked, SIGKILL);
+          waitpid(forked, &status, 0);
+          result = 10;
+          break;
+        }
+        usleep(1000);
+      }
+      if (result == 0 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) result = 5;
+    }
+    done = true;
+    for (auto& w : workers) w.join();
+    return result;
   }
 
   if (mode == "terminated") {

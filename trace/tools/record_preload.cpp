@@ -227,15 +227,7 @@ void stop_in_child() noexcept;
 void write_chunk_locked(thread_slot& slot, std::uint64_t packed) noexcept {
   const std::uint64_t events = packed >> 32;
   const std::size_t bytes = packed & 0xffffffffu;
-  if (events == 0 || file_finished) return;
-  // A child made without fork()'s handlers (_Fork, clone, syscall(SYS_fork)) still thinks it
-  // records; its chunks would land among its parent's, under another process's lock. One
-  // getpid a chunk (256 KiB of events) finds it.
-  if (::getpid() != recorded_pid) {
-    stop_in_child();
-    return;
-  }
-  if (!stream_is_ours()) return;
+  if (events == 0 || file_finished || !stream_is_ours()) return;
   unsigned char header[format::max_chunk_header_bytes];
   write_all(header, static_cast<std::size_t>(
                         format::put_chunk_header(header, slot.thread, events, bytes) - header));
@@ -245,6 +237,18 @@ void write_chunk_locked(thread_slot& slot, std::uint64_t packed) noexcept {
 
 // On the owner's thread.
 void flush_own(thread_slot& slot) noexcept {
+  // A child made without fork()'s handlers (_Fork, clone, syscall(SYS_fork)) still thinks it
+  // records: its chunks would land among its parent's, and file_lock may be a copy that a
+  // parent thread held at the fork, which nobody in the child will release. So before the lock:
+  // one getpid a chunk (256 KiB of events) finds such a child, which stops recording.
+  if (::getpid() != recorded_pid) {
+    stop_in_child();
+    slot.committed.store(0, std::memory_order_relaxed);
+    slot.used = 0;
+    slot.events = 0;
+    slot.state = {};
+    return;
+  }
   lock_file();
   write_chunk_locked(slot, slot.committed.load(std::memory_order_relaxed));
   slot.committed.store(0, std::memory_order_relaxed);
