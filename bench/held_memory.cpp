@@ -61,27 +61,38 @@ std::uint64_t tcmalloc_held() {  // mapped from the OS and not given back
 // 32 MiB; the segment's first pages hold its metadata.
 constexpr std::uintptr_t mimalloc_segment_size = std::uintptr_t{1} << 25;
 
+// Whether [at, at + bytes) is mapped: mincore fails (ENOMEM) on any unmapped page in it.
+bool mapped(std::uintptr_t at, std::size_t bytes, unsigned char* pages) {
+  return mincore(reinterpret_cast<void*>(at), bytes, pages) == 0;
+}
+
 // Resident bytes of [begin, end), read a MiB at a time (never past `end`) so that a smaller
-// (huge-block) segment or one given back since counts only where it is mapped. mincore fails
-// for a whole step that is partly unmapped, so such a step is read again page by page: a
-// mapping that ends within it still counts up to its end.
+// (huge-block) segment or one given back since counts only where it is mapped. A step that is
+// partly unmapped (a mapping that ends inside it) counts its mapped start, found by halving:
+// a mapping here starts at a segment's start, so the mapped part of a step is a prefix, and a
+// step unmapped at its first page is skipped in one call (the rest of a huge block's slot).
 std::uint64_t resident_bytes(std::uintptr_t begin, std::uintptr_t end) {
   static const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
   constexpr std::size_t step = std::size_t{1} << 20;
   std::vector<unsigned char> pages(step / page);
   std::uint64_t resident = 0;
   for (std::uintptr_t at = begin; at < end; at += step) {
-    const std::size_t length = static_cast<std::size_t>(std::min<std::uintptr_t>(step, end - at));
-    const std::size_t count = (length + page - 1) / page;
-    if (mincore(reinterpret_cast<void*>(at), length, pages.data()) == 0) {
-      for (std::size_t i = 0; i < count; ++i) resident += (pages[i] & 1u) ? page : 0;
-      continue;
+    const std::size_t count =
+        (static_cast<std::size_t>(std::min<std::uintptr_t>(step, end - at)) + page - 1) / page;
+    std::size_t mapped_pages = count;
+    if (!mapped(at, count * page, pages.data())) {
+      if (!mapped(at, page, pages.data())) continue;
+      std::size_t low = 1;         // pages known mapped
+      std::size_t high = count;    // pages known not all mapped
+      while (high - low > 1) {
+        const std::size_t middle = low + (high - low) / 2;
+        if (mapped(at, middle * page, pages.data())) low = middle;
+        else high = middle;
+      }
+      mapped_pages = low;
+      if (!mapped(at, mapped_pages * page, pages.data())) continue;  // changed meanwhile
     }
-    for (std::size_t i = 0; i < count; ++i) {
-      unsigned char one = 0;
-      if (mincore(reinterpret_cast<void*>(at + i * page), page, &one) == 0 && (one & 1u))
-        resident += page;
-    }
+    for (std::size_t i = 0; i < mapped_pages; ++i) resident += (pages[i] & 1u) ? page : 0;
   }
   return resident;
 }
@@ -162,20 +173,41 @@ std::uint64_t proc_status_bytes(std::string_view field) {
   return kib * 1024;
 }
 
+namespace {
+
+// What an allocator that reports both holds and has in use; {0, 0} for the other methods.
+glibc_heap allocator_reading(held_method method) {
+  switch (method) {
+    case held_method::mallinfo2: return glibc_heap_now();
+    case held_method::jemalloc_stats:
+      jemalloc_refresh();
+      return {jemalloc_stat("stats.resident"), jemalloc_stat("stats.allocated")};
+    case held_method::tcmalloc_stats:
+      return {tcmalloc_held(), tcmalloc_stat("generic.current_allocated_bytes")};
+    default: return {0, 0};
+  }
+}
+
+bool reports_held_and_in_use(held_method method) {
+  return method == held_method::mallinfo2 || method == held_method::jemalloc_stats ||
+         method == held_method::tcmalloc_stats;
+}
+
+}  // namespace
+
 void process_held_probe::start() {
   sampled_peak_ = 0;
   segments_.clear();
+  if (reports_held_and_in_use(method_)) {
+    // in_use_at_start: what others (the harness, earlier rows) have in use is not this row's;
+    // memory the allocator holds free is, whoever freed it: the allocator keeps it for this
+    // row to reuse. growth: see held_baseline.
+    const glibc_heap now = allocator_reading(method_);
+    baseline_ = baseline_kind_ == held_baseline::growth ? now.held : now.in_use;
+    in_use_at_start_ = now.in_use;
+    return;
+  }
   switch (method_) {
-    // What others (the harness, earlier rows) have in use is not this row's; memory the
-    // allocator holds free is, whoever freed it: the allocator keeps it for this row to reuse.
-    case held_method::mallinfo2: baseline_ = glibc_heap_now().in_use; break;
-    case held_method::jemalloc_stats:
-      jemalloc_refresh();
-      baseline_ = jemalloc_stat("stats.allocated");
-      break;
-    case held_method::tcmalloc_stats:
-      baseline_ = tcmalloc_stat("generic.current_allocated_bytes");
-      break;
     case held_method::rss: {
       if (std::FILE* f = std::fopen("/proc/self/clear_refs", "w")) {
         std::fputs("5", f);  // resets the peak RSS to the current RSS
@@ -203,12 +235,13 @@ void process_held_probe::note_block(const void* p, std::size_t bytes) {
 }
 
 std::uint64_t process_held_probe::now() const {
+  if (reports_held_and_in_use(method_)) {
+    const glibc_heap now = allocator_reading(method_);
+    const std::uint64_t held = minus_floor(now.held, baseline_);
+    if (baseline_kind_ == held_baseline::in_use_at_start) return held;
+    return std::max(held, minus_floor(now.in_use, in_use_at_start_));
+  }
   switch (method_) {
-    case held_method::mallinfo2: return minus_floor(glibc_heap_now().held, baseline_);
-    case held_method::jemalloc_stats:
-      jemalloc_refresh();
-      return minus_floor(jemalloc_stat("stats.resident"), baseline_);
-    case held_method::tcmalloc_stats: return minus_floor(tcmalloc_held(), baseline_);
     case held_method::mimalloc_resident: {
       std::uint64_t resident = 0;
       for (const span& segment : segments_) resident += resident_bytes(segment.begin, segment.end);

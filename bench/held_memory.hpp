@@ -54,11 +54,28 @@ bool malloc_is_preloaded();
 // (dlsym(RTLD_DEFAULT)), rss when it exports none we know.
 held_method preloaded_allocator_method();
 
+// What a process_held_probe counts as the row's, for the allocators that report both what they
+// hold and what is in use (mallinfo2, jemalloc_stats, tcmalloc_stats).
+enum class held_baseline {
+  // What the allocator holds, less what was in use at start(): free memory it kept from before
+  // counts, since the allocator keeps it for this row to reuse. For a benchmark row, whose
+  // harness leaves little free.
+  in_use_at_start,
+  // What the allocator holds beyond what it held at start(), or what is in use beyond what was
+  // in use then, whichever is larger: memory others left free before is not the row's, and
+  // blocks the row places in it count by what is in use (only fragmentation inside it goes
+  // unseen). For the replay's held pass, after the replayer's reading of a trace left
+  // megabytes free below memory still in use, where no trim reaches.
+  growth,
+};
+
 // Reads a process allocator's held bytes (mallinfo2, jemalloc_stats, tcmalloc_stats,
 // mimalloc_resident, rss); for the other methods it reads nothing and answers 0.
 class process_held_probe {
  public:
-  explicit process_held_probe(held_method method) : method_(method) {}
+  explicit process_held_probe(held_method method,
+                              held_baseline baseline = held_baseline::in_use_at_start)
+      : method_(method), baseline_kind_(baseline) {}
   // Takes the baseline and starts the peak again (rss: writes 5 to /proc/self/clear_refs,
   // which resets VmHWM, where the kernel permits; mimalloc_resident: forgets its segments).
   void start();
@@ -75,7 +92,9 @@ class process_held_probe {
 
  private:
   held_method method_;
-  std::uint64_t baseline_ = 0;
+  held_baseline baseline_kind_;
+  std::uint64_t baseline_ = 0;         // in_use_at_start: in use then; growth: held then
+  std::uint64_t in_use_at_start_ = 0;  // growth
   std::uint64_t sampled_peak_ = 0;
   struct span {
     std::uintptr_t begin, end;
