@@ -4,11 +4,12 @@
 // Such a strategy's memory comes from a process allocator, so a counting upstream cannot see
 // it; the benchmark's probes (bench/held_memory.hpp) can. held_pass replays the trace once more,
 // untimed, with the strategy wrapped in a resource that samples the probe after every
-// allocation: mallinfo2 for glibc (counting what the replay grows, held_baseline::growth:
-// reading the trace leaves free memory the replayer made; glibc's holdings grow only on an
-// allocation, so sampling after each finds the peak), the resident pages of mimalloc's segments (each block is touched, page by page,
-// since the replayer itself never writes to its blocks), or a preloaded jemalloc's or tcmalloc's
-// own statistics. Only the `rss` fallback measures nothing: it would count only pages the replay
+// allocation: mallinfo2 for glibc, the resident pages of mimalloc's segments (each block is
+// touched, page by page, since the replayer itself never writes to its blocks), or a preloaded
+// jemalloc's or tcmalloc's own statistics, the allocators' counting what the replay grows
+// (held_baseline::growth: reading the trace leaves free memory that is the replayer's; their
+// holdings grow only on an allocation, so sampling after each finds the peak). Only the `rss`
+// fallback measures nothing: it would count only pages the replay
 // newly touches, while the replaced allocator reuses those the trace's reading freed. The
 // probe starts at the first allocation, after the replayer's own bookkeeping is in place.
 //
