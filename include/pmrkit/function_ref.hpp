@@ -4,7 +4,8 @@
 // would allocate for a capturing lambda and cost a copy, so they take this instead: two pointers,
 // built from any callable that outlives the call it is passed to (a lambda written at the call
 // site does; a function always does, and a function pointer is kept by value, so `&f` or a
-// pointer variable that goes out of scope are fine too). A function_ref<void(...)> accepts a callable that
+// pointer variable that goes out of scope are fine too; a pointer to member must be a named one,
+// `&S::f` itself is refused). A function_ref<void(...)> accepts a callable that
 // returns a value and drops it, as std::function does. It owns nothing and is copied by value;
 // it is as thread-safe as the referenced callable.
 #pragma once
@@ -24,7 +25,12 @@ class function_ref<Result(Args...)> {
  public:
   template <class Callable>
     requires(!std::is_same_v<std::remove_cvref_t<Callable>, function_ref> &&
-             std::is_invocable_r_v<Result, Callable&, Args...>)
+             std::is_invocable_r_v<Result, Callable&, Args...> &&
+             // A pointer to member is referred to like any object, and `&S::f` is a temporary
+             // that dies with the full-expression: refused rather than left dangling (pass a
+             // lambda that calls it, or a named pointer that outlives the call).
+             (!std::is_member_pointer_v<std::remove_cvref_t<Callable>> ||
+              std::is_lvalue_reference_v<Callable>))
   function_ref(Callable&& callable) noexcept  // NOLINT: implicit, like a function pointer
       : target_(bind(callable)),
         call_([](target t, Args... args) -> Result {

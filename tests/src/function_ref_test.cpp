@@ -70,6 +70,24 @@ TEST_CASE("function_ref keeps a function pointer's value, not the pointer's addr
   CHECK(g(5) == 10);
 }
 
+namespace {
+struct counter {
+  int value;
+  int get() const { return value; }
+};
+}  // namespace
+
+TEST_CASE("function_ref takes a named pointer to member, never a temporary one",
+          "[function_ref]") {
+  // `&counter::get` dies with the full-expression that would build the function_ref.
+  using ref = pmrkit::function_ref<int(const counter&)>;
+  static_assert(!std::is_constructible_v<ref, int (counter::*)() const>);
+  static_assert(!std::is_constructible_v<ref, int counter::*>);
+  int (counter::*named)() const = &counter::get;
+  const ref f = named;
+  CHECK(f(counter{7}) == 7);
+}
+
 TEST_CASE("function_ref<void(...)> accepts a callable that returns a value", "[function_ref]") {
   int seen = 0;
   auto returns = [&seen](int x) {
