@@ -44,6 +44,10 @@ class Delta:
     n_new: int
     # Each side is one count from one counting process (compare_counted): a change, untested.
     counted: bool = False
+    # Which way the U test's statistic leans: NEW's samples rank above OLD's (larger) on the
+    # whole. It, not the medians' change, names the direction of a difference the test found:
+    # in a skewed pair of samples the medians can move the other way (None: untested).
+    new_larger: bool | None = None
 
     @property
     def significant(self) -> bool:
@@ -100,7 +104,17 @@ def compare(old: list[float], new: list[float]) -> Delta | None:
     if not old or not new:
         return None
     change = relative_change(float(numpy.median(old)), float(numpy.median(new)))
-    return Delta(change=change, p=u_test(old, new), n_old=len(old), n_new=len(new))
+    p = u_test(old, new)
+    return Delta(change=change, p=p, n_old=len(old), n_new=len(new),
+                 new_larger=None if p is None else ranks_above(new, old))
+
+
+def ranks_above(new: list[float], old: list[float]) -> bool:
+    """Whether `new`'s samples rank above `old`'s on the whole: their rank sum in the pooled
+    samples (midranks) exceeds its expectation, the direction the U test's statistic leans."""
+    ranks = scipy_stats.rankdata(list(old) + list(new))
+    expected = len(new) * (len(old) + len(new) + 1) / 2
+    return float(sum(ranks[len(old):])) > expected
 
 
 def compare_counted(old: list[float], new: list[float]) -> Delta | None:

@@ -429,10 +429,10 @@ def compare_verdict_lines(table: analysis.Table) -> list[str]:
             untested += 1
         elif not d.significant:
             same += 1
-        elif d.change is not None and d.change < 0:
+        elif d.new_larger is False:  # the test's direction, not the medians' (stats.Delta)
             faster += 1
         else:
-            slower += 1  # significant, and up (or from 0)
+            slower += 1
     untested_text = (f", {untested} untested (in one run only, or under "
                      f"{stats.MIN_SAMPLES} runs a side)" if untested else "")
     lines = [f"time/op: {faster} faster, {slower} slower, {same} unchanged "

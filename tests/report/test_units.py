@@ -859,6 +859,22 @@ class CompareTables(unittest.TestCase):
             {"AllocMixed/new_delete": [1, 2, 3]})))[1:]
         self.assertIn("old 5 runs each, new none", tables.caption(gone))
 
+    def test_the_u_test_names_the_direction_not_the_medians(self):
+        # OLD: 14 runs near 50, 16 near 101; NEW: 16 near 100, 14 near 1000. The median drops a
+        # little (101 -> 100) but NEW's times rank above OLD's: the test finds it slower.
+        old = results.from_json(synthetic_doc({"AllocPairs/new_delete":
+                                               [50 + i * 0.1 for i in range(14)] +
+                                               [101 + i * 0.1 for i in range(16)]}))
+        new = results.from_json(synthetic_doc({"AllocPairs/new_delete":
+                                               [100 + i * 0.01 for i in range(16)] +
+                                               [1000 + i for i in range(14)]}))
+        (table,) = analysis.analyze_compare(old, new)
+        delta = table.rows[0].delta["ns_per_op"]
+        self.assertLess(delta.change, 0)
+        self.assertLess(delta.p, 0.05)
+        self.assertTrue(delta.new_larger)
+        self.assertTrue(tables.verdict_lines(table)[0].startswith("time/op: 0 faster, 1 slower"))
+
     def test_counts_copied_into_every_repetition_are_one_sample(self):
         # The runner copies a row's one counting process into each of its 6 timed runs: two
         # runs of the same code whose counts differ a little must not read as a change at
