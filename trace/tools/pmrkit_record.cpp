@@ -59,7 +59,9 @@ volatile sig_atomic_t program_pid = 0;
 // and pmrkit-record outlives it to finish and compress the trace. A signal sent to the whole
 // process group reaches the program twice, which ends it all the same.
 void pass_on(int signal) {
+  const int saved = errno;  // the interrupted code may be about to read it
   if (program_pid > 0) ::kill(static_cast<pid_t>(program_pid), signal);
+  errno = saved;
 }
 
 // Fails early, and says why, where the recorder would only find out inside the program (and let
@@ -131,12 +133,13 @@ int record(const fs::path& out, char** command) {
   const fs::path stream = out.string() + ".stream";
   fs::remove(stream);
   check_recordable(stream, library);
-  // Blocked until the child's pid is known to the handler; the child unblocks them.
-  sigset_t forwarded, before;
-  sigemptyset(&forwarded);
-  sigaddset(&forwarded, SIGTERM);
-  sigaddset(&forwarded, SIGHUP);
-  sigprocmask(SIG_BLOCK, &forwarded, &before);
+  // Blocked until the parent's dispositions are set (a ^C or a SIGTERM in between would end
+  // pmrkit-record and leave the stream unfinished); the child unblocks them, with its own
+  // dispositions untouched.
+  sigset_t handled, before;
+  sigemptyset(&handled);
+  for (const int signal : {SIGTERM, SIGHUP, SIGINT, SIGQUIT}) sigaddset(&handled, signal);
+  sigprocmask(SIG_BLOCK, &handled, &before);
   const pid_t child = fork();
   if (child < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
   if (child == 0) {
@@ -161,6 +164,12 @@ int record(const fs::path& out, char** command) {
   sigaction(SIGTERM, &pass, nullptr);
   sigaction(SIGHUP, &pass, nullptr);
   sigprocmask(SIG_SETMASK, &before, nullptr);
+  // Waits without reaping, so that the pid cannot be reused while the handler may still send
+  // to it; then stops passing signals on, then reaps.
+  siginfo_t ended{};
+  while (waitid(P_PID, static_cast<id_t>(child), &ended, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
+  }
+  program_pid = 0;
   int status = 0;
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
