@@ -190,13 +190,15 @@ def trade_off_score(time: float, held: float, best_time: float, best_held: float
     return (time / best_time) * (held / max(best_held, 1.0))
 
 
-def recommend(table: analysis.Table) -> Recommendation:
+def recommend(table: analysis.Table, left_out: Iterable[str] = ()) -> Recommendation:
     """The rows a user can paste as PMRKIT_STRATEGY (strategies, not the debugging ones, not the
-    preload or limit rows): the fastest and the leanest by median (ties broken by the other
-    figure), and the trade-off: on the Pareto front of time against peak held, the row with
-    the lowest trade_off_score (ties: the faster)."""
+    preload or limit rows, not the strategies `left_out` names): the fastest and the leanest by
+    median (ties broken by the other figure), and the trade-off: on the Pareto front of time
+    against peak held, the row with the lowest trade_off_score (ties: the faster)."""
+    left_out = set(left_out)
     candidates = [r for r in analysis.verdict_rows(table)
-                  if r.median("ns_per_op") is not None]
+                  if r.median("ns_per_op") is not None
+                  and r.key.strategy.split(":")[0] not in left_out]
     if not candidates:
         return Recommendation(None, None, None, [], {})
 
@@ -295,8 +297,16 @@ def main(argv: list[str]) -> int:
           f"{ctx.get('pmrkit_trace_cross_thread_frees')} cross-thread frees, peak live "
           f"{m.format_bytes(float(ctx.get('pmrkit_trace_peak_live_bytes', 0)))}\n")
     analyzed = analysis.analyze_run(result_set)
-    lines = recommendation_lines(recommend(analyzed[0]),
-                                 ctx.get("pmrkit_one_thread_strategies", ()))
+    # Strategies that serve one thread only: a program whose trace shows several threads (even
+    # taking turns, as those the replay ran them for) cannot install one as its default.
+    one_thread = ctx.get("pmrkit_one_thread_strategies", [])
+    threads = int(ctx.get("pmrkit_trace_threads", 1) or 1)
+    left_out = one_thread if threads > 1 else []
+    lines = recommendation_lines(recommend(analyzed[0], left_out),
+                                 one_thread if threads <= 1 else ())
+    if left_out:
+        lines.append(f"  (not candidates: {', '.join(left_out)}: they serve one thread, and the "
+                     f"program ran {threads} threads, which its default resource must all serve)")
     main_job.write_reports(args.out, doc, result_set, notes + lines,
                            title=f"pmrkit replay of {os.path.basename(args.trace)}")
     print("\n" + "\n".join(lines))

@@ -82,6 +82,16 @@ class Recommendation(unittest.TestCase):
         self.assertIn("(monotonic: only for a program that allocates from one thread", note[0])
         self.assertIn("default_resource_users::one_thread", note[0])
 
+    def test_strategies_left_out_are_not_picked(self):
+        # A trace of threads that took turns runs the single-threaded strategies too; a program
+        # with several threads cannot install them as its default.
+        table = table_of([("new_delete", 40.0, 1000), ("std_unsync_pool", 5.0, 500),
+                          ("size_class", 10.0, 2000)])
+        self.assertEqual(replay.recommend(table).fastest.key.strategy, "std_unsync_pool")
+        rec = replay.recommend(table, ["std_unsync_pool", "mimalloc_heap"])
+        self.assertEqual((rec.fastest.key.strategy, rec.leanest.key.strategy),
+                         ("size_class", "new_delete"))
+
     def test_tied_score_goes_to_the_faster(self):
         # Both score 2.0 (twice the best held at the best time; the best held at twice the time).
         table = table_of([("new_delete", 20.0, 1000), ("size_class", 10.0, 2000)])
