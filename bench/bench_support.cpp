@@ -376,7 +376,11 @@ void run_registrars() {
 
 bool parse_pmrkit_flags(int& argc, char** argv) {
   std::string only;
-  if (const char* env = std::getenv("PMRKIT_STRATEGY"); env && *env) only = env;
+  // As install_default_from_env reads it: white space alone (an empty file's line break) is
+  // unset.
+  if (const char* env = std::getenv("PMRKIT_STRATEGY");
+      env && std::string_view(env).find_first_not_of(" \t\n\r\v\f") != std::string_view::npos)
+    only = env;
   std::string list;  // "", "text" or "json"
   int kept = 1;
   for (int i = 1; i < argc; ++i) {

@@ -63,6 +63,13 @@ void check_serves_any_thread(const strategy_definition& s) {
       "install_default_from_env(pmrkit::default_resource_users::one_thread)");
 }
 
+// An error of install_default_from_env, saying where the spec came from: the user may not
+// know the variable is set.
+std::string from_variable(const char* value, std::string_view why) {
+  if (why.starts_with("pmrkit: ")) why.remove_prefix(8);
+  return "pmrkit: PMRKIT_STRATEGY='" + std::string(value ? value : "") + "': " + std::string(why);
+}
+
 }  // namespace
 
 std::vector<strategy_info> strategies() {
@@ -105,11 +112,9 @@ std::pmr::memory_resource& install_default_from_env(default_resource_users users
       std::pmr::set_default_resource(r);
       return r;
     } catch (const std::invalid_argument& e) {
-      // Say where the spec came from: the user may not know the variable is set.
-      std::string_view why = e.what();
-      if (why.starts_with("pmrkit: ")) why.remove_prefix(8);
-      throw std::invalid_argument("pmrkit: PMRKIT_STRATEGY='" + std::string(env ? env : "") +
-                                  "': " + std::string(why));
+      throw std::invalid_argument(from_variable(env, e.what()));
+    } catch (const std::runtime_error& e) {  // a library the strategy needs could not load
+      throw std::runtime_error(from_variable(env, e.what()));
     }
   }();
   return *installed;

@@ -87,8 +87,9 @@ enum class default_resource_users {
 // Reads PMRKIT_STRATEGY (a spec; unset, empty or white space means "new_delete"), builds it
 // once, installs it with std::pmr::set_default_resource and returns it. The resource lives until
 // exit; later calls return the same resource, whatever they pass. Throws std::invalid_argument
-// like make_resource() for a bad spec, or for a strategy `users` rules out; the message starts
-// with the variable and its value. A call that throws installs nothing.
+// like make_resource() for a bad spec, or for a strategy `users` rules out, and
+// std::runtime_error for a strategy whose library cannot be loaded (mimalloc); the message
+// starts with the variable and its value. A call that throws installs nothing.
 std::pmr::memory_resource& install_default_from_env(
     default_resource_users users = default_resource_users::any_thread);
 
