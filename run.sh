@@ -66,6 +66,11 @@ build_strict() {  # build_strict DIR [cmake options...]
   CI=true build "$@"
 }
 
+# The header comment above, the lines after the shebang up to the first that is not a comment.
+usage() {
+  awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$self"
+}
+
 cmd=${1:-}
 [ $# -gt 0 ] && shift
 case "$cmd" in
@@ -81,6 +86,10 @@ case "$cmd" in
       exit 2
     fi
     trace=$(from_caller "$1"); shift
+    if [ ! -r "$trace" ] || [ -d "$trace" ]; then  # before a build of several minutes
+      echo "run.sh replay: cannot read the trace $trace" >&2
+      exit 2
+    fi
     ensure_packages
     build build -DPMRKIT_BUILD_TESTS=OFF
     exec /usr/bin/python3 bench/report/replay.py "$trace" --replay build/trace/pmrkit-replay \
@@ -138,8 +147,12 @@ case "$cmd" in
     tests/consumer/build_with_cmake.sh "$prefix" build-consumer
     tests/consumer/build_with_pkg_config.sh "$prefix" build-consumer-pkg-config
     ;;
+  -h|--help|help)
+    usage
+    ;;
   *)
-    sed -n '2,14p' "$self" | sed 's/^# \{0,1\}//'
+    [ -n "$cmd" ] && echo "run.sh: unknown command '$cmd'" >&2
+    usage >&2
     exit 2
     ;;
 esac

@@ -346,12 +346,14 @@ def from_json(doc: dict, known: Iterable[str] | None = None) -> ResultSet:
 
 
 def load(path: str, known: Iterable[str] | None = None) -> ResultSet:
-    with open(path, encoding="utf-8") as f:
-        try:
+    try:
+        with open(path, encoding="utf-8") as f:
             doc = json.load(f)
-        except json.JSONDecodeError as e:
-            raise SystemExit(f"{path}: not a Google Benchmark JSON file ({e}); write one with "
-                             "--benchmark_out=FILE --benchmark_out_format=json") from None
+    except OSError as e:  # missing, a directory, unreadable: the reason, not a traceback
+        raise SystemExit(f"{path}: {e.strerror or e}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise SystemExit(f"{path}: not a Google Benchmark JSON file ({e}); write one with "
+                         "--benchmark_out=FILE --benchmark_out_format=json") from None
     if not isinstance(doc, dict) or "benchmarks" not in doc:
         raise SystemExit(f"{path}: no 'benchmarks' array; expected Google Benchmark JSON output")
     return from_json(doc, known)

@@ -145,6 +145,21 @@ class ReadJson(unittest.TestCase):
         self.assertEqual(row.values("held_over_live"), [2.0, 2.0, 2.0])
         self.assertIsNotNone(stats.u_test(row.values("faults_per_op"), [0.0, 1.0, 0.0]))
 
+    def test_a_file_that_cannot_be_read_is_named_not_a_traceback(self):
+        with tempfile.TemporaryDirectory() as d:
+            for path, reason in ((os.path.join(d, "missing.json"), "No such file"),
+                                 (d, "Is a directory")):
+                with self.assertRaises(SystemExit) as caught:
+                    results.load(path)
+                self.assertIn(path, str(caught.exception.code))
+                self.assertIn(reason, str(caught.exception.code))
+            garbage = os.path.join(d, "garbage.json")
+            with open(garbage, "wb") as f:
+                f.write(b"\xff\xfe not json")
+            with self.assertRaises(SystemExit) as caught:
+                results.load(garbage)
+            self.assertIn("not a Google Benchmark JSON file", str(caught.exception.code))
+
     def test_preload_rows_are_rows_of_their_own(self):
         plain = results.parse_name("InsertSingle/malloc/fresh")
         tagged = results.RowKey("InsertSingle", 1, "malloc", "fresh", "jemalloc")
