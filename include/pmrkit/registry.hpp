@@ -69,8 +69,8 @@ strategy_info describe_strategy(std::string_view spec);
 
 // Builds the strategy named by `spec`. Pool-like strategies take their memory from upstream.
 // Throws std::invalid_argument for an unknown name (the message lists every valid name; the
-// name is looked up before the options are read), an unknown option key, or a malformed or out-of-range value (the message names the key and
-// what is allowed).
+// name is looked up before the options are read), an unknown option key, or a malformed or
+// out-of-range value (the message names the key and what is allowed).
 std::unique_ptr<std::pmr::memory_resource> make_resource(
     std::string_view spec, std::pmr::memory_resource* upstream = std::pmr::new_delete_resource());
 
