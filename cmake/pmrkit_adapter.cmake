@@ -17,6 +17,8 @@ function(pmrkit_add_adapter name)
   set(target pmrkit_${name})
   add_library(${target} ${ARG_SOURCES})
   add_library(pmrkit::${name} ALIAS ${target})
+  set_target_properties(${target} PROPERTIES VERSION ${PROJECT_VERSION}
+                                             SOVERSION ${PMRKIT_SOVERSION})
   target_include_directories(${target}
     PUBLIC
       $<BUILD_INTERFACE:${CMAKE_CURRENT_SOURCE_DIR}/include>
