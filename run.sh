@@ -7,7 +7,8 @@
 #   ./run.sh compare OLD.json NEW.json                                 compare two benchmark runs
 #
 # Each command first installs the Debian packages pmrkit needs (with apt-get when run as root;
-# otherwise it prints the exact apt-get line and stops), then configures and builds in build/.
+# otherwise it prints the exact apt-get line and stops), then configures and builds in build/
+# (compare builds nothing; replay first checks that TRACE can be read). --help prints this.
 # CI-only stages, also usable by hand: sanitize (ASan+UBSan, then ThreadSanitizer on the
 # concurrent tests), fuzz [SECONDS] (libFuzzer targets, bounded), consumer (install the package,
 # check its exported link interface, build tests/consumer against it with CMake and pkg-config).

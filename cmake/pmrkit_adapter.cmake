@@ -4,14 +4,16 @@
 #                    [HEADERS <extra public headers beside include/pmrkit/<name>/>]
 #                    [DESCRIPTION <one line, for its .pc file>])
 #
-# One adapter = one static library pmrkit_<name> (alias pmrkit::<name>) on top of the core, with
+# One adapter = one library pmrkit_<name> (static unless BUILD_SHARED_LIBS; alias
+# pmrkit::<name>) on top of the core, with
 # its public headers in include/ and its own code in src/, installed as the package component
 # <name> (find_package(pmrkit CONFIG COMPONENTS <name>)) and the pkg-config module pmrkit-<name>.
 #
 # The third-party library is linked PRIVATE through pmrkit_dependency::<library> and never
-# appears in a public header. The archive is static, so the export keeps it as
+# appears in a public header. A static archive's export keeps it as
 # $<LINK_ONLY:pmrkit_dependency::<library>>, which pmrkitConfig.cmake defines by finding the
-# library again, the same way, when the component is asked for (see the table it records below).
+# library again, the same way, when the component is asked for (see the table it records below);
+# a shared library carries it itself.
 function(pmrkit_add_adapter name)
   cmake_parse_arguments(ARG "" "THIRD_PARTY;DESCRIPTION" "SOURCES;COMPONENTS;HEADERS" ${ARGN})
   set(target pmrkit_${name})

@@ -71,7 +71,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true",
                    help=f"smoke run: {QUICK_REPETITIONS} repetitions of {QUICK_MIN_TIME}s, "
                    "too few samples to call a time difference")
-    p.add_argument("--strategy", default=os.environ.get("PMRKIT_STRATEGY", ""),
+    # White space alone (an empty file's line break) is unset, as install_default_from_env reads it.
+    p.add_argument("--strategy", default=os.environ.get("PMRKIT_STRATEGY", "").strip(),
                    metavar="SPEC", help="only this strategy (a spec such as "
                    "size_class:max_pooled=128K), plus the new_delete baseline and limit rows")
     p.add_argument("--workload", action="append", default=[], metavar="NAME",

@@ -7,8 +7,9 @@
 // time. Each thread appends to a buffer of its own, without locks; a full buffer goes to the
 // sink as one chunk, so memory stays bounded however long the program runs. A call on a thread
 // that has no buffer (one past its exit, freeing a thread_local container) goes to the sink at
-// once, under that thread's own number (or, for a thread that never had one, under one number
-// kept for such calls), so threads that ran in turn stay apart. The sink receives the
+// once, under that thread's own number (or, for a thread that never had one, or one that used
+// more than four recording_resources, under one number kept for such calls), so threads that
+// ran in turn stay apart. The sink receives the
 // uncompressed trace stream; pmrkit::trace (trace/) has a sink that writes a zstd-compressed
 // file, and the reader.
 //

@@ -7,7 +7,8 @@
 // std::pmr's default: the only process-wide setting pmrkit changes, and only on request. (The
 // library does keep internal process-lifetime state of its own: mimalloc, loaded once on first
 // use of a mimalloc strategy, and the per-thread caches of size_class and buffer_pool, which
-// live in thread-local storage until their thread or resource ends.)
+// live in thread-local storage until their thread or resource ends, and recording_resource's
+// per-thread note of the thread numbers it gave, kept past the thread's exit hook.)
 #pragma once
 
 #include <cstddef>
@@ -88,8 +89,8 @@ enum class default_resource_users {
 // once, installs it with std::pmr::set_default_resource and returns it. The resource lives until
 // exit; later calls return the same resource, whatever they pass. Throws std::invalid_argument
 // like make_resource() for a bad spec, or for a strategy `users` rules out, and
-// std::runtime_error for a strategy whose library cannot be loaded (mimalloc); the message
-// starts with the variable and its value. A call that throws installs nothing.
+// std::runtime_error for a strategy whose library cannot be loaded (mimalloc); their messages
+// start with "pmrkit: PMRKIT_STRATEGY='<value>': ". A call that throws installs nothing.
 std::pmr::memory_resource& install_default_from_env(
     default_resource_users users = default_resource_users::any_thread);
 

@@ -49,9 +49,9 @@ struct stream_repair {
   std::uint64_t bytes_cut = 0;    // of a chunk cut short
 };
 // Makes an uncompressed pmrkit stream whose writer was stopped early (a recorded program killed
-// by a signal, or one that called _exit) readable: cuts it after its last whole chunk and
-// appends the end record. Throws trace_format_error if it is not a pmrkit stream or is damaged
-// before its end.
+// by a signal, or one that called _exit, or a FILE.stream left by a killed pmrkit-record: its
+// --finish) readable: cuts it after its last whole chunk and appends the end record. Throws
+// trace_format_error if it is not a pmrkit stream or is damaged before its end.
 stream_repair finish_interrupted_stream(const std::filesystem::path& stream);
 // Compresses an uncompressed pmrkit stream file (what the preloaded recorder writes) into a
 // trace file.
