@@ -147,7 +147,7 @@ held_method held_method_for(std::string_view key, bool preloaded) {
   return preloaded ? preloaded_allocator_method() : held_method::mallinfo2;
 }
 
-glibc_heap glibc_heap_now() noexcept {
+allocator_bytes glibc_heap_now() noexcept {
   const struct mallinfo2 m = ::mallinfo2();
   return {m.arena + m.hblkhd, m.uordblks + m.hblkhd};
 }
@@ -176,7 +176,7 @@ std::uint64_t proc_status_bytes(std::string_view field) {
 namespace {
 
 // What an allocator that reports both holds and has in use; {0, 0} for the other methods.
-glibc_heap allocator_reading(held_method method) {
+allocator_bytes allocator_reading(held_method method) {
   switch (method) {
     case held_method::mallinfo2: return glibc_heap_now();
     case held_method::jemalloc_stats:
@@ -202,7 +202,7 @@ void process_held_probe::start() {
     // in_use_at_start: what others (the harness, earlier rows) have in use is not this row's;
     // memory the allocator holds free is, whoever freed it: the allocator keeps it for this
     // row to reuse. growth: see held_baseline.
-    const glibc_heap now = allocator_reading(method_);
+    const allocator_bytes now = allocator_reading(method_);
     baseline_ = baseline_kind_ == held_baseline::growth ? now.held : now.in_use;
     in_use_at_start_ = now.in_use;
     return;
@@ -236,7 +236,7 @@ void process_held_probe::note_block(const void* p, std::size_t bytes) {
 
 std::uint64_t process_held_probe::now() const {
   if (reports_held_and_in_use(method_)) {
-    const glibc_heap now = allocator_reading(method_);
+    const allocator_bytes now = allocator_reading(method_);
     const std::uint64_t held = minus_floor(now.held, baseline_);
     if (baseline_kind_ == held_baseline::in_use_at_start) return held;
     return std::max(held, minus_floor(now.in_use, in_use_at_start_));

@@ -102,12 +102,13 @@ class process_held_probe {
   std::vector<span> segments_;  // mimalloc_resident: the segments seen
 };
 
-// glibc's mallinfo2: bytes held from the OS (arena + hblkhd) and bytes in use (uordblks + hblkhd).
-struct glibc_heap {
+// What a process allocator holds from the OS and what of it is in use, in bytes.
+struct allocator_bytes {
   std::uint64_t held;
   std::uint64_t in_use;
 };
-glibc_heap glibc_heap_now() noexcept;
+// glibc's, from mallinfo2: held arena + hblkhd, in use uordblks + hblkhd.
+allocator_bytes glibc_heap_now() noexcept;
 
 // A field of /proc/self/status in bytes (e.g. "VmRSS", "VmHWM"); 0 if it cannot be read.
 std::uint64_t proc_status_bytes(std::string_view field);

@@ -251,7 +251,8 @@ def recommendation_lines(rec: Recommendation, one_thread: Iterable[str] = ()) ->
                      "with a peak held figure times peak held over the leanest's; medians; "
                      "'checked', preload and limit rows are not candidates)")
     named = [r.key.strategy.split(":")[0] for r in (rec.fastest, rec.leanest, rec.trade_off) if r]
-    single = [name for name in dict.fromkeys(named) if name in set(one_thread)]
+    one_thread = set(one_thread)
+    single = [name for name in dict.fromkeys(named) if name in one_thread]
     if single:
         lines.append(f"  ({', '.join(single)}: only for a program that allocates from one "
                      "thread; install with pmrkit::install_default_from_env("

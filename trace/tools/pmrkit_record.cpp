@@ -94,14 +94,11 @@ void summarise(const fs::path& file, const pmrkit::trace::recorded_trace& trace,
                static_cast<unsigned long long>(trace.operations.size() - allocations),
                trace.threads, static_cast<unsigned long long>(trace.peak_live_bytes),
                static_cast<unsigned long long>(fs::file_size(file)));
-  if ((trace.unpaired_frees || trace.implicit_frees) && complete)
-    std::fprintf(stderr, " (%llu frees of memory from before the recording, %llu missed frees)",
-                 static_cast<unsigned long long>(trace.unpaired_frees),
-                 static_cast<unsigned long long>(trace.implicit_frees));
-  else if (trace.unpaired_frees || trace.implicit_frees)
+  if (trace.unpaired_frees || trace.implicit_frees)
     std::fprintf(stderr,
-                 " (%llu frees without their allocation and %llu missed frees, most of them "
-                 "from the events lost with the threads' buffers)",
+                 complete ? " (%llu frees of memory from before the recording, %llu missed frees)"
+                          : " (%llu frees without their allocation and %llu missed frees, most "
+                            "of them from the events lost with the threads' buffers)",
                  static_cast<unsigned long long>(trace.unpaired_frees),
                  static_cast<unsigned long long>(trace.implicit_frees));
   std::fprintf(stderr, "\n");
