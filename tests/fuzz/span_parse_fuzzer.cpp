@@ -4,18 +4,37 @@
 //  - the view's fields, tags and metrics can all be read, and to_span() copies them;
 //  - that copy, encoded with span_encoder and parsed again, gives the same span (floats
 //    compared bit for bit, so NaNs round-trip too);
-//  - parsed + parse_errors counts every call; the pool's memory all comes back.
+//  - parsed + parse_errors counts every call; the pool's memory all comes back;
+//  - libprotobuf never logs while the parser runs (its wire check refuses text that is not
+//    UTF-8 first), and the wire check refuses nothing that libprotobuf's own parser accepts.
+#include <google/protobuf/stubs/logging.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <optional>
 #include <span>
+#include <string>
 
 #include "fuzz_support.hpp"
 #include "pmrkit/buffer_pool.hpp"
 #include "pmrkit/protobuf/span_codec.hpp"
+#include "pmrkit/ssf/span.pb.h"
+#include "span_wire_check.hpp"
 
 namespace {
+
+int libprotobuf_log_lines = 0;
+
+void count_log_line(::google::protobuf::LogLevel, const char*, int, const std::string&) {
+  ++libprotobuf_log_lines;
+}
+
+// The target's own handler, for the whole run (a fuzzer is one thread).
+const bool log_handler_installed = [] {
+  ::google::protobuf::SetLogHandler(&count_log_line);
+  return true;
+}();
 
 using pmrkit::fuzz::broken;
 namespace pb = pmrkit::protobuf;
@@ -44,6 +63,8 @@ bool same(const pb::span& a, const pb::span& b) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::span<const std::byte> datagram(reinterpret_cast<const std::byte*>(data), size);
+  (void)log_handler_installed;
+  libprotobuf_log_lines = 0;
   pmrkit::fuzz::bounded_upstream upstream;
   {
     pmrkit::buffer_pool pool(&upstream);
@@ -65,6 +86,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       copy = view.to_span();
     });
     if (parsed != copy.has_value()) broken("parse() result disagrees with the callback");
+    if (libprotobuf_log_lines != 0) broken("libprotobuf logged while span_parser parsed");
+    if (!pb::detail::is_valid_span_wire(datagram)) {
+      pmrkit::ssf::SSFSpan message;
+      if (message.ParseFromArray(data, static_cast<int>(size)))
+        broken("the wire check refused a datagram that libprotobuf accepts");
+    }
     const auto stats = parser.stats();
     if (stats.parsed + stats.parse_errors != 1) broken("a parse was not counted exactly once");
 

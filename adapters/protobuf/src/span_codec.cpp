@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "span_message.hpp"
+#include "span_wire_check.hpp"
 
 namespace pmrkit::protobuf {
 namespace {
@@ -324,7 +325,9 @@ void span_parser::learn_arena_block(std::uint64_t allocated, std::uint64_t used,
 
 bool span_parser::parse(std::span<const std::byte> bytes,
                         function_ref<void(const span_view&)> on_span) {
-  if (bytes.size() > static_cast<std::size_t>(INT_MAX)) {
+  // Bytes that libprotobuf would refuse are refused here first, so that it never logs a line
+  // for a string that is not UTF-8 (span_wire_check.hpp).
+  if (bytes.size() > static_cast<std::size_t>(INT_MAX) || !detail::is_valid_span_wire(bytes)) {
     parse_errors_.add();
     return false;
   }

@@ -156,7 +156,8 @@ class span_parser {
   explicit span_parser(buffer_pool& pool, const span_parser_options& options = {});
 
   // Parses one datagram and calls on_span with the span, unless the bytes are not a valid
-  // span: then returns false and counts a parse error (a bad datagram is never fatal).
+  // span: then returns false and counts a parse error (a bad datagram is never fatal, and
+  // nothing is logged: text that is not UTF-8 is refused before libprotobuf would log it).
   // Exceptions from on_span propagate; the arena memory is released either way.
   bool parse(std::span<const std::byte> bytes, function_ref<void(const span_view&)> on_span);
   // Parses into an owning span, or nothing (counted) if the bytes are not a valid span.

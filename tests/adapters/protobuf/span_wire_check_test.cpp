@@ -1,0 +1,227 @@
+// The wire check span_parser makes before libprotobuf parses a datagram: libprotobuf must
+// never log a line for a string that is not UTF-8, and the check must refuse nothing that
+// libprotobuf accepts. Both are compared with libprotobuf's own parser of the generated message.
+#include "span_wire_check.hpp"
+
+#include <google/protobuf/stubs/logging.h>
+
+#include <catch2/catch.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "pmrkit/buffer_pool.hpp"
+#include "pmrkit/protobuf/span_codec.hpp"
+#include "pmrkit/ssf/span.pb.h"
+
+namespace {
+
+using bytes = std::string;
+namespace pb = pmrkit::protobuf;
+
+// Counts libprotobuf's log lines while it lives (its handler is the process's: this program's
+// own, single-threaded).
+class log_lines {
+ public:
+  log_lines() : previous_(::google::protobuf::SetLogHandler(&count)) { lines = 0; }
+  ~log_lines() { ::google::protobuf::SetLogHandler(previous_); }
+  log_lines(const log_lines&) = delete;
+  log_lines& operator=(const log_lines&) = delete;
+  int seen() const { return lines; }
+
+ private:
+  static void count(::google::protobuf::LogLevel, const char*, int, const std::string&) {
+    ++lines;
+  }
+  static inline int lines = 0;
+  ::google::protobuf::LogHandler* previous_;
+};
+
+bytes varint(std::uint64_t value) {
+  bytes out;
+  while (value >= 0x80) {
+    out += static_cast<char>(value | 0x80);
+    value >>= 7;
+  }
+  out += static_cast<char>(value);
+  return out;
+}
+
+bytes tag(std::uint32_t number, std::uint32_t wire_type) { return varint(number << 3 | wire_type); }
+bytes length_field(std::uint32_t number, const bytes& payload) {
+  return tag(number, 2) + varint(payload.size()) + payload;
+}
+bytes entry(const bytes& key, const bytes& value) {
+  return length_field(1, key) + length_field(2, value);
+}
+
+std::span<const std::byte> as_wire(const bytes& b) {
+  return {reinterpret_cast<const std::byte*>(b.data()), b.size()};
+}
+
+bool check(const bytes& b) { return pmrkit::protobuf::detail::is_valid_span_wire(as_wire(b)); }
+
+struct libprotobuf_verdict {
+  bool parsed;
+  int log_lines;
+};
+
+libprotobuf_verdict libprotobuf_parse(const bytes& b) {
+  log_lines lines;
+  pmrkit::ssf::SSFSpan message;
+  const bool parsed = message.ParseFromArray(b.data(), static_cast<int>(b.size()));
+  return {parsed, lines.seen()};
+}
+
+// What the check promises: it refuses only what libprotobuf refuses, and libprotobuf never logs
+// on what it accepts.
+void agrees_with_libprotobuf(const bytes& b) {
+  const bool accepted = check(b);
+  const libprotobuf_verdict libprotobuf = libprotobuf_parse(b);
+  INFO("datagram of " << b.size() << " bytes; accepted " << accepted << ", libprotobuf parsed "
+                      << libprotobuf.parsed << " and logged " << libprotobuf.log_lines);
+  if (!accepted) CHECK_FALSE(libprotobuf.parsed);
+  if (accepted) CHECK(libprotobuf.log_lines == 0);
+}
+
+const bytes bad = "\xff\xfe";  // never UTF-8
+const bytes good = "ok";
+
+pb::span example_span() {
+  pb::span s;
+  s.version = 1;
+  s.trace_id = 42;
+  s.service = "checkout-service";
+  s.name = "POST /orders";
+  s.tags = {{"env", "production"}, {"region", "eu-west-1"}};
+  for (int i = 0; i < 2; ++i) {
+    pb::sample m;
+    m.name = "db.query.count";
+    m.message = "slow";
+    m.unit = "ms";
+    m.value = 1.5f;
+    m.tags = {{"status_code", "201"}};
+    s.metrics.push_back(m);
+  }
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("a string that is not UTF-8 anywhere in a span is refused, libprotobuf silent",
+          "[protobuf]") {
+  const std::vector<std::pair<const char*, bytes>> cases{
+      {"service", length_field(8, bad)},
+      {"name", length_field(13, bad)},
+      {"tag key", length_field(11, entry(bad, good))},
+      {"tag value", length_field(11, entry(good, bad))},
+      {"metric name", length_field(10, length_field(2, bad))},
+      {"metric message", length_field(10, length_field(5, bad))},
+      {"metric unit", length_field(10, length_field(9, bad))},
+      {"metric tag key", length_field(10, length_field(8, entry(bad, good)))},
+      {"metric tag value", length_field(10, length_field(8, entry(good, bad)))},
+      // Every occurrence counts, not only the last one that the message keeps.
+      {"a name set twice, first not UTF-8", length_field(13, bad) + length_field(13, good)},
+      {"a tag key set twice within its entry",
+       length_field(11, length_field(1, bad) + length_field(1, good))},
+  };
+  pmrkit::buffer_pool pool;
+  pb::span_parser parser(pool);
+  for (const auto& [where, wire] : cases) {
+    INFO(where);
+    CHECK_FALSE(check(wire));
+    const libprotobuf_verdict libprotobuf = libprotobuf_parse(wire);
+    CHECK_FALSE(libprotobuf.parsed);
+    CHECK(libprotobuf.log_lines == 1);  // what a daemon would write for each such datagram
+
+    const auto errors = parser.stats().parse_errors;
+    log_lines lines;
+    CHECK_FALSE(parser.parse(as_wire(wire), [](const pb::span_view&) {}));
+    CHECK(lines.seen() == 0);
+    CHECK(parser.stats().parse_errors == errors + 1);
+  }
+  CHECK(parser.stats().parsed == 0);
+}
+
+TEST_CASE("bytes libprotobuf does not read as text may be anything", "[protobuf]") {
+  const std::vector<std::pair<const char*, bytes>> cases{
+      {"an unknown field", length_field(99, bad)},
+      {"the name's number as a varint", tag(13, 0) + varint(300)},
+      {"an unknown field in a metric", length_field(10, length_field(4000, bad))},
+      {"an unknown field in a tag entry", length_field(11, entry(good, good) + length_field(3, bad))},
+      {"text in an unknown group", tag(20, 3) + length_field(13, bad) + tag(20, 4)},
+      {"groups in groups", tag(20, 3) + tag(21, 3) + tag(21, 4) + tag(20, 4)},
+      {"a tag in five bytes", bytes("\xea\x80\x80\x80\x00", 5) + varint(2) + good},
+      {"fixed-width fields", tag(30, 1) + bytes(8, 'x') + tag(31, 5) + bytes(4, 'y')},
+  };
+  for (const auto& [where, wire] : cases) {
+    INFO(where);
+    CHECK(check(wire));
+    const libprotobuf_verdict libprotobuf = libprotobuf_parse(wire);
+    CHECK(libprotobuf.parsed);
+    CHECK(libprotobuf.log_lines == 0);
+  }
+}
+
+TEST_CASE("the wire check refuses what libprotobuf refuses as malformed", "[protobuf]") {
+  const std::vector<std::pair<const char*, bytes>> cases{
+      {"tag 0", tag(0, 0) + varint(1)},
+      {"field number 0", tag(0, 2) + varint(2) + good},
+      {"an end-group tag with no group", tag(5, 4)},
+      {"a group ended under another number", tag(20, 3) + tag(21, 4)},
+      {"a group never ended", tag(20, 3) + tag(1, 0) + varint(1)},
+      {"a length past the end", tag(13, 2) + varint(10) + good},
+      {"a metric whose text overruns it", length_field(10, tag(2, 2) + varint(5) + good)},
+      {"wire type 7", tag(40, 7)},
+      {"a varint of eleven bytes", tag(1, 0) + bytes(10, '\x80') + bytes(1, '\x01')},
+      {"a tag of six bytes", bytes("\x80\x80\x80\x80\x80\x01", 6)},
+      {"a length of six bytes", tag(13, 2) + bytes("\x82\x80\x80\x80\x80\x00", 6) + good},
+      // 2 plus 16 << 28, which 32 bits would wrap to 2.
+      {"a length's fifth byte past 7", tag(13, 2) + bytes("\x82\x80\x80\x80\x10", 5) + good},
+  };
+  for (const auto& [where, wire] : cases) {
+    INFO(where);
+    CHECK_FALSE(check(wire));
+    CHECK_FALSE(libprotobuf_parse(wire).parsed);
+  }
+  // libprotobuf allows 100 nested groups; the check never refuses fewer.
+  bytes nested;
+  for (int depth = 0; depth < 100; ++depth) nested = tag(20, 3) + nested + tag(20, 4);
+  CHECK(libprotobuf_parse(nested).parsed);
+  CHECK(check(nested));
+}
+
+TEST_CASE("the wire check agrees with libprotobuf on spans damaged at random", "[protobuf]") {
+  pmrkit::buffer_pool pool;
+  pb::span_encoder encoder(pool);
+  const pmrkit::byte_buffer encoded = encoder.encode(example_span());
+  const bytes original(reinterpret_cast<const char*>(encoded.data()), encoded.size());
+  REQUIRE(check(original));
+  std::mt19937 rng(1201);
+  int accepted = 0;
+  int refused_as_text = 0;
+  for (int i = 0; i < 20'000; ++i) {
+    bytes damaged = original;
+    const int edits = 1 + static_cast<int>(rng() % 3);
+    for (int e = 0; e < edits; ++e) {
+      const std::size_t at = rng() % damaged.size();
+      switch (rng() % 4) {
+        case 0: damaged[at] = static_cast<char>(rng()); break;
+        case 1: damaged[at] = static_cast<char>(0x80 | rng()); break;  // text turns non-UTF-8
+        case 2: damaged.erase(at, 1 + rng() % 4); break;
+        default: damaged.insert(at, 1, static_cast<char>(rng())); break;
+      }
+      if (damaged.empty()) damaged = original;
+    }
+    agrees_with_libprotobuf(damaged);
+    const bool ok = check(damaged);
+    accepted += ok;
+    refused_as_text += !ok && libprotobuf_parse(damaged).log_lines > 0;
+  }
+  // Both outcomes are common, so the comparison above is not vacuous.
+  CHECK(accepted > 1'000);
+  CHECK(refused_as_text > 1'000);
+}
