@@ -13,12 +13,18 @@ constexpr std::size_t largest_datagram = 64 * 1024;
 // run() drains at most this many batches before it looks at stop() again, so a flood cannot
 // delay stopping by more than a few milliseconds.
 constexpr int batches_between_stop_checks = 16;
+constexpr std::size_t max_batch_size = 1024;  // recvmmsg's limit (UIO_MAXIOV)
 
 const udp_receiver_options& checked(const udp_receiver_options& options) {
   if (options.max_datagram_size == 0 || options.max_datagram_size > largest_datagram) {
     throw invalid_option("max_datagram_size " + std::to_string(options.max_datagram_size) +
                          " is out of range; allowed: 1.." + std::to_string(largest_datagram) +
                          " bytes");
+  }
+  // udp_socket checks it too, but under its own name (max_batch), which is not this option's.
+  if (options.batch_size == 0 || options.batch_size > max_batch_size) {
+    throw invalid_option("batch_size " + std::to_string(options.batch_size) +
+                         " is out of range; allowed: 1.." + std::to_string(max_batch_size));
   }
   return options;
 }
@@ -112,6 +118,7 @@ std::size_t udp_receiver::poll_once(std::chrono::milliseconds timeout, datagram_
 
 std::uint64_t udp_receiver::run(datagram_handler handler) {
   std::uint64_t delivered = 0;
+  if (stop_requested()) return 0;  // what a handler left stays for the next call that takes it
   // What a handler that threw left of its batch goes first, as poll_once hands it on: waiting
   // first would hold it until the next datagram arrived.
   if (pending_begin_ < pending_end_) delivered += deliver_pending(handler);

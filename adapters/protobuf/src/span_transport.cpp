@@ -106,6 +106,7 @@ std::size_t span_sender::flush() {
   while (at < count) {
     const int n =
         ::sendmmsg(i.fd, i.headers.data() + at, static_cast<unsigned>(count - at), MSG_DONTWAIT);
+    i.batches.add();
     if (n < 0) {
       if (errno == EINTR) continue;
       i.send_errors.add();
@@ -117,7 +118,6 @@ std::size_t span_sender::flush() {
     accepted += static_cast<std::size_t>(n);
     at += static_cast<std::size_t>(n);
   }
-  i.batches.add();
   i.sent.add(accepted);
   i.queue.clear();  // the buffers go back to the pool
   return accepted;
@@ -145,11 +145,17 @@ namespace {
 buffer_pool_options receiver_pool_options(const datagram::udp_receiver_options& options,
                                           const span_parser_options& parser_options) {
   buffer_pool_options pool;
-  pool.max_capacity = std::max({pool.max_capacity, std::bit_ceil(options.max_datagram_size),
-                                // (more than 1 GiB the parser refuses)
-                                std::bit_ceil(std::min(parser_options.max_arena_block,
-                                                       std::size_t{1} << 30))});
-  pool.max_per_bucket = std::max<std::size_t>(pool.max_per_bucket, 2 * options.batch_size);
+  // Bounded before use: the receiver and the parser check the options only after the pool is
+  // made (bit_ceil past 2^63 is undefined), and refuse what is out of range.
+  constexpr std::size_t largest_datagram = 64 * 1024;
+  constexpr std::size_t largest_batch = 1024;
+  constexpr std::size_t largest_arena_block = std::size_t{1} << 30;
+  pool.max_capacity =
+      std::max({pool.max_capacity,
+                std::bit_ceil(std::min(options.max_datagram_size, largest_datagram)),
+                std::bit_ceil(std::min(parser_options.max_arena_block, largest_arena_block))});
+  pool.max_per_bucket = std::max<std::size_t>(pool.max_per_bucket,
+                                              2 * std::min(options.batch_size, largest_batch));
   return pool;
 }
 }  // namespace

@@ -132,6 +132,28 @@ TEST_CASE("span_sender counts what the kernel refuses instead of throwing", "[pr
   CHECK(tx.stats().send_errors > 0);
 }
 
+TEST_CASE("span_sender counts each sendmmsg call, a batch split by a refusal too",
+          "[protobuf]") {
+  std::uint16_t closed_port;
+  {
+    span_receiver gone;
+    closed_port = gone.local_port();
+  }
+  span_sender tx({.port = closed_port, .batch_size = 4});
+  std::uint64_t flushes = 0;
+  // A refused span ends its call; the rest of its batch takes another one.
+  poll_until([&] { return tx.stats().send_errors > 0; }, [&] {
+    for (int i = 0; i < 4; ++i) tx.send(numbered(i));  // the fourth flushes
+    ++flushes;
+    std::this_thread::sleep_for(1ms);
+  }, 5s);
+  const auto stats = tx.stats();
+  REQUIRE(stats.send_errors > 0);
+  CHECK(stats.sent + stats.send_errors == 4 * flushes);
+  CHECK(stats.batches > flushes);
+  CHECK(stats.batches <= stats.sent + stats.send_errors);  // each call sends or skips one
+}
+
 TEST_CASE("span_receiver::run stops promptly on stop()", "[protobuf][udp][concurrent]") {
   span_receiver rx;
   auto running = std::async(std::launch::async, [&] { return rx.run([](const span_view&) {}); });
@@ -149,6 +171,18 @@ TEST_CASE("span_sender rejects bad options", "[protobuf]") {
   CHECK_THROWS_AS(span_sender({.port = 0}), invalid_option);
   CHECK_THROWS_AS(span_sender({.port = 9, .batch_size = 0}), invalid_option);
   CHECK_THROWS_AS(span_sender({.address = "not-an-address", .port = 9}), invalid_option);
+}
+
+TEST_CASE("span_receiver rejects bad options before it reads them", "[protobuf]") {
+  using pmrkit::datagram::invalid_option;
+  // Its pool was sized from them first: bit_ceil of 2^63 + 1 is undefined (UBSan reports it).
+  CHECK_THROWS_WITH(span_receiver({.max_datagram_size = (std::size_t{1} << 63) + 1}),
+                    Catch::Matchers::Contains("max_datagram_size"));
+  CHECK_THROWS_WITH(span_receiver({.batch_size = std::size_t{1} << 63}),
+                    Catch::Matchers::Contains("batch_size"));
+  CHECK_THROWS_AS(span_receiver({}, std::pmr::new_delete_resource(),
+                                {.max_arena_block = std::size_t{1} << 63}),
+                  std::invalid_argument);
 }
 
 TEST_CASE("span_sender whose construction runs out of memory leaves no socket open",

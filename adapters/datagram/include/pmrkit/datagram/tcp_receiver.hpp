@@ -15,8 +15,10 @@
 // Thread-safety: one thread at a time calls run() or poll_once(), and the handlers run on that
 // thread. stop() may be called from any thread and from a signal handler; stats(),
 // local_port() and pool() from any thread.
-// Ownership: the receiver holds one message buffer and one read buffer between calls and
-// gives them back to the pool when destroyed. With the constructor that takes a resource the
+// Ownership: the receiver holds one message buffer and one read buffer between calls, and each
+// connection with a frame begun holds the buffer it is assembled in (up to max_frame_size, so at
+// most max_frame_size × max_connections in all) until the frame is complete or the connection
+// closes; all go back to the pool when the receiver is destroyed. With the constructor that takes a resource the
 // receiver owns its pool, so buffers a handler kept must be destroyed before the receiver;
 // with the one that takes a pool, the pool must outlive every buffer.
 #pragma once
@@ -51,7 +53,9 @@ struct tcp_receiver_options {
   std::size_t max_connections_per_peer = 64;
   // A connection that sends nothing for this long is closed and counted; 0: never.
   std::chrono::milliseconds idle_timeout = std::chrono::minutes(5);
-  std::size_t read_buffer_size = 64 * 1024;  // bytes per read() call, 512 .. 16 MiB
+  // The read buffer, 512 .. 16 MiB; the pool rounds it up to its next size class, and each
+  // read() call fills as much of that as the connection has ready.
+  std::size_t read_buffer_size = 64 * 1024;
   int listen_backlog = 128;
 };
 

@@ -89,7 +89,8 @@ class udp_receiver {
   // Waits up to `timeout` (negative: no limit) for datagrams or stop(), then receive_batch().
   std::size_t poll_once(std::chrono::milliseconds timeout, datagram_handler handler);
   // Receives until stop() is called; returns how many datagrams were handed on. Returns at
-  // once if stop() was already called.
+  // once if stop() was already called, handing on nothing (what a handler that threw left of
+  // its batch stays for receive_batch() or poll_once()).
   std::uint64_t run(datagram_handler handler);
 
   // Makes run() return, and any poll_once() wait end, promptly. Sticky: later run() calls
