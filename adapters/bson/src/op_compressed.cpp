@@ -96,8 +96,16 @@ class all_or_nothing {
 std::size_t wrap_op_compressed(std::span<const std::byte> message, std::uint8_t compressor_id,
                                compress_function compress, byte_buffer& out,
                                std::size_t max_message_bytes) {
-  // The message is ours to send, so only INT32_MAX bounds it here; the result is checked below.
+  // The message is ours to send, so only INT32_MAX bounds its header here. But a receiver
+  // refuses an uncompressedSize past its largest message (unwrap_op_compressed does), so the
+  // message itself is held to max_message_bytes, and the wrapped result below.
   const message_header header = read_message_header(message, INT32_MAX);
+  if (message.size() > max_message_bytes) {
+    throw message_too_large("OP_COMPRESSED: the message to wrap is " +
+                            std::to_string(message.size()) + " bytes, more than the allowed " +
+                            std::to_string(max_message_bytes) + " (a receiver refuses what "
+                            "would unwrap to more than its largest message)");
+  }
   if (static_cast<std::size_t>(header.message_length) != message.size()) {
     malformed("the message to wrap has messageLength " + std::to_string(header.message_length) +
               " but is " + std::to_string(message.size()) + " bytes");

@@ -73,6 +73,12 @@ compressor_pool::lease compressor_pool::acquire() {
 
 void compressor_pool::give_back(compressor&& c) noexcept {
   compressor dropped(std::move(c));
+  // Only a context like the ones it makes: the next acquire() must get a working compressor
+  // with the pool's options, and idle_memory_bytes must be what it keeps of its resource.
+  if (dropped.impl_ == nullptr || dropped.resource_ != resource_ ||
+      dropped.options_ != options_) {
+    return;
+  }
   {
     std::lock_guard lock(state_->mutex);
     if (state_->idle.size() < max_idle_) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <limits>
 #include <stdexcept>
 #include <new>
@@ -72,6 +73,9 @@ struct decompressor::impl {
   std::pmr::memory_resource* resource;
   ZSTD_DCtx* context = nullptr;
   std::size_t memory_bytes = 0;
+  // What the resource threw, which cannot cross libzstd's C code: thrown again once zstd has
+  // returned its memory_allocation error, so the caller sees the resource's own exception.
+  std::exception_ptr allocation_failure;
 
   // zstd's custom allocator: its free gets no size, so each block starts with a header holding
   // it. Failure is reported to zstd as nullptr, which it turns into an error code.
@@ -86,6 +90,7 @@ struct decompressor::impl {
       self->memory_bytes += bytes + block_alignment;
       return block + block_alignment;
     } catch (...) {
+      self->allocation_failure = std::current_exception();
       return nullptr;
     }
   }
@@ -100,30 +105,58 @@ struct decompressor::impl {
     self->resource->deallocate(block, bytes + block_alignment, block_alignment);
   }
 
-  // Streams every frame into a small scratch block and discards it: the content size, without
-  // ever growing a buffer for it. Throws output_limit_exceeded as soon as the output passes
-  // `limit`, corrupt_frame for anything zstd refuses.
+  // The content size of `source`, whose frames the caller has found complete: a frame that
+  // declares its size counts as declared (decompress() decodes it in one pass, with no window:
+  // streaming it here would make one, and refuse it past max_window_log), and each one that
+  // does not is streamed into a scratch block to count it. Throws output_limit_exceeded as soon
+  // as the total passes `limit`, corrupt_frame for anything zstd refuses.
   std::size_t measure(std::span<const std::byte> source, std::size_t limit,
                       const decompressor_options& options) {
+    std::size_t produced = 0;
+    for (std::size_t offset = 0; offset < source.size();) {
+      const std::span<const std::byte> rest = source.subspan(offset);
+      const std::size_t frame_size = ZSTD_findFrameCompressedSize(rest.data(), rest.size());
+      const unsigned long long declared = ZSTD_getFrameContentSize(rest.data(), rest.size());
+      if (ZSTD_isError(frame_size) || declared == ZSTD_CONTENTSIZE_ERROR) {
+        throw corrupt_frame("pmrkit::zstd::decompressor: not a complete zstd frame at byte " +
+                            std::to_string(offset));
+      }
+      if (declared == ZSTD_CONTENTSIZE_UNKNOWN) {
+        produced = stream_count(rest.first(frame_size), produced, limit, options);
+      } else if (declared > limit - produced) {
+        throw_over_limit(limit);
+      } else {
+        produced += static_cast<std::size_t>(declared);
+      }
+      offset += frame_size;
+    }
+    return produced;
+  }
+
+  [[noreturn]] static void throw_over_limit(std::size_t limit) {
+    throw output_limit_exceeded("pmrkit::zstd::decompressor: the input produces more than the "
+                                "allowed " + std::to_string(limit) + " bytes");
+  }
+
+  // Streams one frame into a small scratch block and discards it, adding its content to
+  // `produced`, without ever growing a buffer for it.
+  std::size_t stream_count(std::span<const std::byte> frame, std::size_t produced,
+                           std::size_t limit, const decompressor_options& options) {
     ZSTD_DCtx_reset(context, ZSTD_reset_session_only);
     try {
       std::byte scratch[scratch_bytes];
-      ZSTD_inBuffer in{source.data(), source.size(), 0};
-      std::size_t produced = 0;
+      ZSTD_inBuffer in{frame.data(), frame.size(), 0};
       for (;;) {
         ZSTD_outBuffer out{scratch, sizeof scratch, 0};
         const std::size_t in_before = in.pos;
         const std::size_t remaining = ZSTD_decompressStream(context, &out, &in);
         if (ZSTD_isError(remaining)) fail(remaining, options);
+        if (out.pos > limit - produced) throw_over_limit(limit);
         produced += out.pos;
-        if (produced > limit) {
-          throw output_limit_exceeded("pmrkit::zstd::decompressor: the input produces more "
-                                      "than the allowed " + std::to_string(limit) + " bytes");
-        }
-        if (remaining == 0 && in.pos == in.size) return produced;  // every frame complete
+        if (remaining == 0 && in.pos == in.size) return produced;  // the frame is complete
         if (in.pos == in.size && out.pos < out.size) {
           throw corrupt_frame("pmrkit::zstd::decompressor: the input ends inside a frame "
-                              "(truncated after " + std::to_string(source.size()) + " bytes)");
+                              "(truncated after " + std::to_string(frame.size()) + " bytes)");
         }
         if (in.pos == in_before && out.pos == 0) {
           throw corrupt_frame("pmrkit::zstd::decompressor: zstd made no progress on the input");
@@ -135,12 +168,18 @@ struct decompressor::impl {
     }
   }
 
-  [[noreturn]] void fail(std::size_t code, const decompressor_options& options) const {
+  [[noreturn]] void fail(std::size_t code, const decompressor_options& options) {
     const auto e = ZSTD_getErrorCode(code);
     if (e == ZSTD_error_frameParameter_windowTooLarge) throw_window_too_large(options);
-    if (e == ZSTD_error_memory_allocation) throw std::bad_alloc();
+    if (e == ZSTD_error_memory_allocation) throw_allocation_failure();
     throw corrupt_frame("pmrkit::zstd::decompressor: not a valid zstd frame: " +
                         detail::error_name(code));
+  }
+
+  // The resource's exception, or std::bad_alloc where none was thrown (a size past PTRDIFF_MAX).
+  [[noreturn]] void throw_allocation_failure() {
+    if (allocation_failure) std::rethrow_exception(std::exchange(allocation_failure, nullptr));
+    throw std::bad_alloc();
   }
 };
 
@@ -161,7 +200,9 @@ decompressor::decompressor(std::pmr::memory_resource* resource, decompressor_opt
   const ZSTD_customMem memory{&impl::allocate, &impl::free, d};
   d->context = ZSTD_createDCtx_advanced(memory);
   if (d->context == nullptr) {
+    const std::exception_ptr failure = std::exchange(d->allocation_failure, nullptr);
     alloc.delete_object(d);
+    if (failure) std::rethrow_exception(failure);
     throw std::bad_alloc();
   }
   const std::size_t r = ZSTD_DCtx_setParameter(d->context, ZSTD_d_windowLogMax,
@@ -213,6 +254,7 @@ std::size_t decompressor::decompress(std::span<const std::byte> source, byte_buf
                                      std::size_t max_output) {
   if (impl_ == nullptr) throw std::logic_error("pmrkit::zstd::decompressor: used after a move");
   const std::size_t limit = std::min(max_output, options_.max_output_bytes);
+  impl_->allocation_failure = nullptr;  // only what this call's allocations throw
   if (source.empty()) {
     throw corrupt_frame("pmrkit::zstd::decompressor: empty input is not a zstd frame");
   }
@@ -233,8 +275,9 @@ std::size_t decompressor::decompress(std::span<const std::byte> source, byte_buf
                                 std::to_string(declared_by_some) + " bytes of content, more " +
                                 "than the allowed " + std::to_string(limit));
   }
-  // Some frame does not declare its size: decode once into a scratch block just to count (and
-  // validate), so that neither a bomb nor a buffer grown for it ever costs more than the limit.
+  // Some frame does not declare its size: decode each such frame once into a scratch block just
+  // to count (and validate) it, so that neither a bomb nor a buffer grown for it ever costs more
+  // than the limit.
   const std::size_t size = declared == ZSTD_CONTENTSIZE_UNKNOWN
                                ? impl_->measure(source, limit, options_)
                                : static_cast<std::size_t>(declared);

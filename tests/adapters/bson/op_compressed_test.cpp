@@ -63,6 +63,27 @@ struct xor_codec {
   }
 };
 
+// Compresses a body of zeros to its length (eight bytes): a codec whose output is far smaller
+// than its input, with no compression library.
+struct zeros_codec {
+  std::size_t compress(std::span<const std::byte> source, pmrkit::byte_buffer& destination) {
+    for (std::byte b : source) REQUIRE(b == std::byte{0});
+    const std::uint64_t size = source.size();
+    destination.append(reinterpret_cast<const std::byte*>(&size), sizeof size);
+    return sizeof size;
+  }
+  std::size_t decompress(std::span<const std::byte> source, pmrkit::byte_buffer& destination,
+                         std::size_t max_output) {
+    std::uint64_t size = 0;
+    REQUIRE(source.size() == sizeof size);
+    std::memcpy(&size, source.data(), sizeof size);
+    if (size > max_output) throw codec_limit_error("zeros_codec: over the limit");
+    const bytes zeros(size);
+    destination.append(zeros.data(), zeros.size());
+    return size;
+  }
+};
+
 std::int32_t i32_at(const std::byte* p) {
   std::int32_t v;
   std::memcpy(&v, p, 4);  // little-endian host (x86-64, as the project targets)
@@ -85,6 +106,14 @@ bytes sample_message(std::size_t body = 20'000) {
   put_i32(m.data(), static_cast<std::int32_t>(m.size()));
   put_i32(m.data() + 4, 77);
   put_i32(m.data() + 8, 5);
+  put_i32(m.data() + 12, 2013);
+  return m;
+}
+
+// A wire message whose body is all zeros.
+bytes zero_message(std::size_t body) {
+  bytes m(16 + body);
+  put_i32(m.data(), static_cast<std::int32_t>(m.size()));
   put_i32(m.data() + 12, 2013);
   return m;
 }
@@ -321,6 +350,39 @@ TEST_CASE("messages that cannot be wrapped are refused", "[bson][op_compressed]"
                   wire_format_error);
   CHECK(out.empty());
   CHECK(codec.compress_calls == 0);
+  // A message larger than the limit, though it compresses far below it: a receiver with the
+  // same limit refuses its uncompressedSize.
+  zeros_codec zeros;
+  const bytes large = zero_message(2000);
+  CHECK_THROWS_WITH(pmrkit::bson::wrap_op_compressed(large, test_codec_id, zeros, out,
+                                                     large.size() - 1),
+                    Catch::Matchers::Contains("the message to wrap is 2016 bytes"));
+  CHECK(out.empty());
+}
+
+template <class Codec>
+void wrap_and_unwrap_agree(const bytes& m) {
+  Codec codec;
+  {
+    // The tightest limit wrap accepts: the message itself, or the wrapped result if larger.
+    pmrkit::byte_buffer wrapped(std::pmr::new_delete_resource());
+    pmrkit::bson::wrap_op_compressed(m, test_codec_id, codec, wrapped, SIZE_MAX);
+    const std::size_t limit = std::max(m.size(), wrapped.size());
+    wrapped.clear();
+    REQUIRE(pmrkit::bson::wrap_op_compressed(m, test_codec_id, codec, wrapped, limit) > 0);
+    pmrkit::byte_buffer unwrapped(std::pmr::new_delete_resource());
+    CHECK(pmrkit::bson::unwrap_op_compressed(wrapped.span(), test_codec_id, codec, unwrapped,
+                                             limit) == m.size());
+    wrapped.clear();
+    CHECK_THROWS_AS(pmrkit::bson::wrap_op_compressed(m, test_codec_id, codec, wrapped, limit - 1),
+                    message_too_large);
+  }
+}
+
+TEST_CASE("what wrap accepts at a limit, unwrap accepts at the same limit",
+          "[bson][op_compressed]") {
+  wrap_and_unwrap_agree<xor_codec>(sample_message(4000));  // the wrapped message is the larger
+  wrap_and_unwrap_agree<zeros_codec>(zero_message(4000));  // the message itself is the larger
 }
 
 TEST_CASE("every inconsistent OP_COMPRESSED field is rejected", "[bson][op_compressed]") {

@@ -63,6 +63,36 @@ TEST_CASE("a pool reuses its contexts and keeps at most max_idle", "[zstd][pool]
   CHECK(counted.stats().bytes_in_use == 0);
 }
 
+TEST_CASE("a compressor moved out of a lease is the caller's; the pool keeps none in its place",
+          "[zstd][pool]") {
+  pmrkit::counting_resource counted(std::pmr::new_delete_resource());
+  pmrkit::counting_resource other(std::pmr::new_delete_resource());
+  {
+    compressor_pool pool(&counted, {}, 2);
+    const bytes input = pmrkit::zstd::test::payload(10'000);
+    pmrkit::byte_buffer out(std::pmr::new_delete_resource());
+    pmrkit::zstd::compressor mine = [&] {
+      auto lease = pool.acquire();
+      return std::move(*lease);
+    }();
+    // The pool kept the moved-from shell and handed it out, which threw "used after a move".
+    CHECK(pool.stats().idle == 0);
+    CHECK(pool.compress(input, out) > 0);
+    CHECK(mine.compress(input, out) > 0);
+    // Nor a compressor on another resource or with other options, assigned into a lease.
+    { *pool.acquire() = pmrkit::zstd::compressor(&other); }
+    { *pool.acquire() = pmrkit::zstd::compressor(&counted, {.level = 9}); }
+    CHECK(other.stats().bytes_in_use == 0);
+    CHECK(pool.stats().idle == 0);  // neither was kept
+    CHECK(pool.compress(input, out) > 0);
+    const auto s = pool.stats();
+    CHECK(s.idle == 1);
+    CHECK(s.idle_memory_bytes == pmrkit::zstd::compressor::memory_bound(pool.options()));
+    CHECK(pool.acquire()->options() == pool.options());
+  }
+  CHECK(counted.stats().bytes_in_use == 0);
+}
+
 TEST_CASE("threads share one pool and one buffer pool", "[zstd][pool][concurrent]") {
   pmrkit::counting_resource counted(std::pmr::new_delete_resource());
   std::atomic<int> wrong{0};

@@ -235,6 +235,69 @@ TEST_CASE("a window beyond max_window_log is refused", "[zstd][decompressor]") {
                   std::invalid_argument);
 }
 
+TEST_CASE("a frame that declares its size needs no window, though another frame streams",
+          "[zstd][decompressor]") {
+  // The declared frame is written in one segment, its window its whole content (20,000 bytes,
+  // over this decoder's 1 KiB, and over the 8 KiB a streamed frame is counted in, which libzstd
+  // would decode in one go); the other declares nothing and streams through 1 KiB.
+  const bytes a = pmrkit::zstd::test::payload(20'000, 1);
+  const bytes b = pmrkit::zstd::test::payload(100, 2);
+  bytes input = frame_with_size(a);
+  const bytes streamed = frame_without_size(b, 10);
+  input.insert(input.end(), streamed.begin(), streamed.end());
+  decompressor d(std::pmr::new_delete_resource(), {.max_window_log = 10});
+  pmrkit::byte_buffer out(std::pmr::new_delete_resource());
+  CHECK(d.decompress(frame_with_size(a), out) == a.size());  // alone, as documented
+  out.clear();
+  // With the streamed frame after it, the whole input was streamed, and the first frame's
+  // window refused.
+  CHECK(d.decompress(input, out) == a.size() + b.size());
+  bytes expected = a;
+  expected.insert(expected.end(), b.begin(), b.end());
+  CHECK(contents(out) == expected);
+  // The limit still counts both.
+  out.clear();
+  CHECK_THROWS_AS(d.decompress(input, out, a.size() + b.size() - 1), output_limit_exceeded);
+  CHECK(out.empty());
+}
+
+TEST_CASE("a resource's own exception reaches the caller of the decompressor",
+          "[zstd][decompressor]") {
+  // libzstd's allocator interface is C: what the resource threw was lost, and a bare
+  // std::bad_alloc thrown instead.
+  class quota_resource : public std::pmr::memory_resource {
+   public:
+    explicit quota_resource(std::size_t quota) : left_(quota) {}
+
+   private:
+    void* do_allocate(std::size_t bytes, std::size_t alignment) override {
+      if (bytes > left_) throw std::runtime_error("quota: " + std::to_string(bytes) + " asked");
+      left_ -= bytes;
+      return std::pmr::new_delete_resource()->allocate(bytes, alignment);
+    }
+    void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override {
+      left_ += bytes;
+      std::pmr::new_delete_resource()->deallocate(p, bytes, alignment);
+    }
+    bool do_is_equal(const memory_resource& other) const noexcept override {
+      return this == &other;
+    }
+    std::size_t left_;
+  };
+  // Room for the decompressor's bookkeeping, not for libzstd's context.
+  quota_resource tiny(1024);
+  CHECK_THROWS_WITH(decompressor(&tiny), Catch::Matchers::StartsWith("quota: "));
+  // Room for the context, not for a 1 MiB window.
+  quota_resource small(512 * 1024);
+  decompressor d(&small);
+  pmrkit::byte_buffer out(std::pmr::new_delete_resource());
+  const bytes frame = frame_without_size(pmrkit::zstd::test::payload(3'000'000), 20);
+  CHECK_THROWS_WITH(d.decompress(frame, out), Catch::Matchers::StartsWith("quota: "));
+  CHECK(out.empty());
+  // A decompressor that failed is still usable.
+  CHECK(d.decompress(frame_with_size(pmrkit::zstd::test::payload(1000)), out) == 1000);
+}
+
 TEST_CASE("several frames, skippable ones included, decompress in order",
           "[zstd][decompressor]") {
   const bytes a = pmrkit::zstd::test::payload(5000, 1);

@@ -82,7 +82,8 @@ concept message_decompressor = requires(Decompressor& d, std::span<const std::by
 // requestID and responseTo, compressorId `compressor_id`, and the body compressed by
 // `compress` (with compressor_id_noop the body is copied as it is and `compress` is not
 // called). Returns the bytes appended. Throws wire_format_error for such a message,
-// message_too_large if the result would exceed max_message_bytes.
+// message_too_large if the message or the result would exceed max_message_bytes (a receiver
+// refuses what would unwrap to more).
 std::size_t wrap_op_compressed(std::span<const std::byte> message, std::uint8_t compressor_id,
                                compress_function compress, byte_buffer& out,
                                std::size_t max_message_bytes = default_max_message_bytes);

@@ -30,6 +30,8 @@ struct compressor_options {
   int level = 3;        // zstd levels: negative (fastest) .. 22; 0 means zstd's default (3)
   int window_log = 20;  // largest match distance 2^window_log; allowed 10..27
   bool checksum = false;  // append a 32-bit content checksum to each frame
+
+  friend bool operator==(const compressor_options&, const compressor_options&) = default;
 };
 
 class compressor {
@@ -79,7 +81,9 @@ struct compressor_pool_stats {
 
 class compressor_pool {
  public:
-  // A leased compressor; returns to its pool when destroyed. Move-only.
+  // A leased compressor; returns to its pool when destroyed. Move-only. A compressor moved out
+  // of a lease is the caller's; what the lease then holds (moved-from, or another compressor
+  // assigned to it that is not on the pool's resource and options) is destroyed, not kept.
   class lease {
    public:
     lease(lease&& other) noexcept;

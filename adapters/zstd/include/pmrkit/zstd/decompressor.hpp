@@ -3,9 +3,9 @@
 // decompress() appends what a sequence of zstd frames holds to a caller-supplied byte_buffer, and
 // refuses, with output_limit_exceeded, input that declares or produces more than the limit —
 // before allocating for it: frames that declare their size are checked first and decoded in one
-// pass; input with a frame that does not is first decoded into a small scratch block, only to
-// count its output (stopping as soon as it passes the limit), and then decoded again into exactly
-// the room it needs. The destination grows at most once per call, to exactly its size plus the
+// pass; a frame that does not is first decoded into a small scratch block, only to count its
+// output (stopping as soon as the total passes the limit), and then decoded again, with the
+// others, into exactly the room they need. The destination grows at most once per call, to exactly its size plus the
 // output. Corrupt, truncated and non-zstd input throws corrupt_frame, and so do the formats from
 // before zstd 1.0 (libzstd decodes them with memory of its own, from malloc, outside the resource
 // and any window limit). On any throw the destination is left exactly as it was: its bytes, size,
@@ -34,8 +34,9 @@ struct decompressor_options {
 
 class decompressor {
  public:
-  // Throws std::invalid_argument for max_window_log out of range, std::bad_alloc if the context
-  // cannot be made.
+  // Throws std::invalid_argument for max_window_log out of range, and what the resource throws
+  // if the context cannot be made. decompress() too throws what the resource throws (zstd's C
+  // code cannot pass it on: it is kept and thrown again once zstd has returned).
   explicit decompressor(std::pmr::memory_resource* resource = std::pmr::get_default_resource(),
                         decompressor_options options = {});
   decompressor(decompressor&& other) noexcept;
