@@ -405,8 +405,9 @@ bool size_class_engine<Policy>::reserve_slots(size_class_cache& local, unsigned 
   try {
     larger = upstream_->allocate(bytes, alignof(void*));
   } catch (...) {
-    // The limit stays: the cache holds what it has, and the uncached path, which needs a
-    // chunk from the same upstream, reports what upstream throws.
+    // The limit stays and the call goes on: a larger stack speeds later calls up, it is not
+    // the memory the caller asked for (and this may run inside a deallocate). What upstream
+    // throws reaches a caller when a chunk is needed from it.
     return false;
   }
   cache_slot_bytes_.add(bytes);

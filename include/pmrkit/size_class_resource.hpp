@@ -69,7 +69,9 @@ struct size_class_options {
   // the thread uses them (0 turns the caches off: every call then locks the shared store of
   // its class).
   // A class the thread stops using gives its cached blocks back over its next few thousand
-  // allocations of other classes, so its chunks can empty.
+  // allocations of other classes that take the cache's slow path (a refill), so its chunks can
+  // empty; a thread whose allocations all come from its cache keeps them until an idle sweep
+  // takes its cache (two threads or more) or trim().
   std::size_t thread_cache = 2 * 1024 * 1024;
   // Free bytes all threads' caches of this resource may hold together (sync only). Each cache
   // grows to its share, max_cached_total / caches, or thread_cache if smaller, and never below
@@ -127,7 +129,9 @@ struct size_class_stats {
   // deallocate() calls with a large block or a whole chunk this resource does not hold (never
   // allocated here, freed twice, or freed after release()): a caller's bug, ignored and
   // counted here (debug builds also assert). A whole chunk is checked when its thread's cache
-  // gives it back, not at the call.
+  // gives it back, not at the call: until then the cache may hand it out again, so such a
+  // chunk can reach a caller (one freed twice, two) before it is counted, as a block of a
+  // class can. Only a large block is checked at the call.
   std::uint64_t large_unknown_deallocations = 0;
   // Held now: chunks, large blocks and their table, the caches' slots.
   std::uint64_t bytes_from_upstream = 0;
