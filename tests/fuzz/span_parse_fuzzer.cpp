@@ -6,8 +6,10 @@
 //    compared bit for bit, so NaNs round-trip too);
 //  - parsed + parse_errors counts every call; the pool's memory all comes back;
 //  - libprotobuf never logs while the parser runs (its wire check refuses text that is not
-//    UTF-8 first), and the wire check refuses nothing that libprotobuf's own parser accepts.
+//    UTF-8 first), and the wire check refuses nothing that libprotobuf's own parser accepts;
+//  - the copy without unknown fields that the parser makes is valid, has none, and parses.
 #include <google/protobuf/stubs/logging.h>
+#include <google/protobuf/util/message_differencer.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -15,6 +17,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "fuzz_support.hpp"
 #include "pmrkit/buffer_pool.hpp"
@@ -87,10 +90,23 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     });
     if (parsed != copy.has_value()) broken("parse() result disagrees with the callback");
     if (libprotobuf_log_lines != 0) broken("libprotobuf logged while span_parser parsed");
-    if (!pb::detail::is_valid_span_wire(datagram)) {
-      pmrkit::ssf::SSFSpan message;
-      if (message.ParseFromArray(data, static_cast<int>(size)))
-        broken("the wire check refused a datagram that libprotobuf accepts");
+    const pb::detail::span_wire verdict = pb::detail::check_span_wire(datagram);
+    pmrkit::ssf::SSFSpan message;
+    const bool libprotobuf_parsed = message.ParseFromArray(data, static_cast<int>(size));
+    if (verdict == pb::detail::span_wire::refused && libprotobuf_parsed)
+      broken("the wire check refused a datagram that libprotobuf accepts");
+    if (verdict == pb::detail::span_wire::valid_with_unknown_fields && libprotobuf_parsed) {
+      // The copy without unknown fields parses into the same span.
+      std::vector<std::byte> known(size);
+      known.resize(pb::detail::copy_without_unknown_fields(datagram, known.data()));
+      if (pb::detail::check_span_wire(known) != pb::detail::span_wire::valid)
+        broken("the copy without unknown fields still has some");
+      pmrkit::ssf::SSFSpan stripped;
+      if (!stripped.ParseFromArray(known.data(), static_cast<int>(known.size())))
+        broken("libprotobuf refuses the copy without unknown fields");
+      message.DiscardUnknownFields();
+      if (!::google::protobuf::util::MessageDifferencer::Equals(message, stripped))
+        broken("the copy without unknown fields parses into another span");
     }
     const auto stats = parser.stats();
     if (stats.parsed + stats.parse_errors != 1) broken("a parse was not counted exactly once");

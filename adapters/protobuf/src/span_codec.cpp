@@ -327,13 +327,25 @@ bool span_parser::parse(std::span<const std::byte> bytes,
                         function_ref<void(const span_view&)> on_span) {
   // Bytes that libprotobuf would refuse are refused here first, so that it never logs a line
   // for a string that is not UTF-8 (span_wire_check.hpp).
-  if (bytes.size() > static_cast<std::size_t>(INT_MAX) || !detail::is_valid_span_wire(bytes)) {
+  const detail::span_wire verdict = bytes.size() > static_cast<std::size_t>(INT_MAX)
+                                        ? detail::span_wire::refused
+                                        : detail::check_span_wire(bytes);
+  if (verdict == detail::span_wire::refused) {
     parse_errors_.add();
     return false;
   }
   byte_buffer block;
+  byte_buffer known_fields;
   try {
     block = pool_->acquire(arena_block_);
+    // Fields a span_view cannot read (a newer sender's) would cost heap allocations in
+    // libprotobuf's unknown-field set every parse: they are dropped in a pooled copy first.
+    if (verdict == detail::span_wire::valid_with_unknown_fields) {
+      known_fields = pool_->acquire(bytes.size());
+      known_fields.commit(detail::copy_without_unknown_fields(bytes, known_fields.spare().data()));
+      bytes = known_fields.span();
+      with_unknown_fields_.add();
+    }
   } catch (const std::bad_alloc&) {
     allocation_failures_.add();  // so the account of datagrams still closes
     throw;
@@ -371,6 +383,7 @@ span_parser_stats span_parser::stats() const noexcept {
   return {.parsed = parsed_.get(),
           .parse_errors = parse_errors_.get(),
           .allocation_failures = allocation_failures_.get(),
+          .with_unknown_fields = with_unknown_fields_.get(),
           .arena_overflows = arena_overflows_.get(),
           .arena_block = arena_block_published_.get()};
 }

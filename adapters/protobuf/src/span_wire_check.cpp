@@ -4,6 +4,7 @@
 
 #include <climits>
 #include <cstdint>
+#include <cstring>
 
 namespace pmrkit::protobuf::detail {
 namespace {
@@ -34,12 +35,32 @@ field_kind length_field_of(message_kind message, std::uint32_t number) {
   return field_kind::other;
 }
 
+// A field libprotobuf reads into the message with a wire type other than length-delimited: the
+// integers, enums and booleans as varints, the floats as fixed32. With any other wire type, or
+// under a number the message does not have, a field is unknown.
+bool is_known_scalar(message_kind message, std::uint32_t tag);
+
 constexpr std::uint32_t wire_varint = 0;
 constexpr std::uint32_t wire_fixed64 = 1;
 constexpr std::uint32_t wire_length = 2;
 constexpr std::uint32_t wire_start_group = 3;
 constexpr std::uint32_t wire_end_group = 4;
 constexpr std::uint32_t wire_fixed32 = 5;
+
+bool is_known_scalar(message_kind message, std::uint32_t tag) {
+  const std::uint32_t number = tag >> 3;
+  const std::uint32_t wire_type = tag & 7;
+  switch (message) {
+    case message_kind::span:  // version, trace_id, id, parent_id, start/end, error, indicator
+      return wire_type == wire_varint && ((number >= 1 && number <= 7) || number == 12);
+    case message_kind::sample:  // metric, timestamp, status; value and sample_rate as floats
+      if (number == 3 || number == 7) return wire_type == wire_fixed32;
+      return wire_type == wire_varint && (number == 1 || number == 4 || number == 6);
+    case message_kind::tag_entry:
+      return false;
+  }
+  return false;
+}
 
 // libprotobuf refuses more than 100 nested messages and groups. Allowing a few more here loses
 // nothing (it refuses those without reading their strings), where one fewer would refuse
@@ -101,6 +122,7 @@ class wire_reader {
 
   const char* data() const { return reinterpret_cast<const char*>(at_); }
   int size() const { return static_cast<int>(end_ - at_); }  // a length fits in an int
+  const unsigned char* position() const { return at_; }
 
  private:
   const unsigned char* at_;
@@ -148,7 +170,9 @@ bool skip_unknown(wire_reader& in, std::uint32_t tag, int depth) {
   }
 }
 
-bool walk(wire_reader in, message_kind message, int depth) {
+// Checks one message; sets `unknown_fields` if the span or a sample has a field libprotobuf
+// would keep as unknown (a tag entry's it drops as it parses).
+bool walk(wire_reader in, message_kind message, int depth, bool& unknown_fields) {
   while (!in.at_end()) {
     std::uint32_t tag = 0;
     if (!in.tag(tag)) return false;
@@ -159,6 +183,9 @@ bool walk(wire_reader in, message_kind message, int depth) {
         (tag & 7) == wire_length ? length_field_of(message, tag >> 3) : field_kind::other;
     if (kind == field_kind::other) {
       if (!skip_unknown(in, tag, depth)) return false;
+      if (message != message_kind::tag_entry && !is_known_scalar(message, tag)) {
+        unknown_fields = true;
+      }
       continue;
     }
     std::uint32_t size = 0;
@@ -169,10 +196,14 @@ bool walk(wire_reader in, message_kind message, int depth) {
         if (!is_utf8(field.data(), field.size())) return false;
         break;
       case field_kind::sample:
-        if (depth == 0 || !walk(field, message_kind::sample, depth - 1)) return false;
+        if (depth == 0 || !walk(field, message_kind::sample, depth - 1, unknown_fields)) {
+          return false;
+        }
         break;
       case field_kind::tag_entry:
-        if (depth == 0 || !walk(field, message_kind::tag_entry, depth - 1)) return false;
+        if (depth == 0 || !walk(field, message_kind::tag_entry, depth - 1, unknown_fields)) {
+          return false;
+        }
         break;
       case field_kind::other:
         break;
@@ -181,11 +212,73 @@ bool walk(wire_reader in, message_kind message, int depth) {
   return true;
 }
 
+// The wire format's varint of `value`: bytes written to `out`, or counted when out is null.
+std::size_t put_varint(std::uint64_t value, unsigned char* out) {
+  std::size_t n = 1;
+  for (; value >= 0x80; value >>= 7, ++n) {
+    if (out != nullptr) *out++ = static_cast<unsigned char>(value | 0x80);
+  }
+  if (out != nullptr) *out = static_cast<unsigned char>(value);
+  return n;
+}
+
+// `in`'s known fields, its unknown ones dropped, submessages written again without theirs:
+// written to `out`, or only counted when out is null. `in` was checked by walk(), so every
+// read succeeds.
+std::size_t write_known(wire_reader in, message_kind message, unsigned char* out) {
+  std::size_t written = 0;
+  const auto copy = [&](const unsigned char* from, const unsigned char* to) {
+    if (out != nullptr) std::memcpy(out + written, from, static_cast<std::size_t>(to - from));
+    written += static_cast<std::size_t>(to - from);
+  };
+  while (!in.at_end()) {
+    const unsigned char* const field_start = in.position();
+    std::uint32_t tag = 0;
+    in.tag(tag);
+    const field_kind kind =
+        (tag & 7) == wire_length ? length_field_of(message, tag >> 3) : field_kind::other;
+    if (kind == field_kind::other) {
+      skip_unknown(in, tag, max_depth);
+      if (is_known_scalar(message, tag)) copy(field_start, in.position());
+      continue;
+    }
+    const unsigned char* const tag_end = in.position();
+    std::uint32_t size = 0;
+    wire_reader field(nullptr, nullptr);
+    in.length(size);
+    in.take(size, field);
+    if (kind == field_kind::text) {
+      copy(field_start, in.position());
+      continue;
+    }
+    const message_kind inner =
+        kind == field_kind::sample ? message_kind::sample : message_kind::tag_entry;
+    const std::size_t inner_size = write_known(field, inner, nullptr);
+    copy(field_start, tag_end);
+    written += put_varint(inner_size, out != nullptr ? out + written : nullptr);
+    written += write_known(field, inner, out != nullptr ? out + written : nullptr);
+  }
+  return written;
+}
+
+wire_reader reader_of(std::span<const std::byte> wire) {
+  const auto* begin = reinterpret_cast<const unsigned char*>(wire.data());
+  return {begin, begin + wire.size()};
+}
+
 }  // namespace
 
-bool is_valid_span_wire(std::span<const std::byte> wire) noexcept {
-  const auto* begin = reinterpret_cast<const unsigned char*>(wire.data());
-  return walk(wire_reader(begin, begin + wire.size()), message_kind::span, max_depth);
+span_wire check_span_wire(std::span<const std::byte> wire) noexcept {
+  bool unknown_fields = false;
+  if (!walk(reader_of(wire), message_kind::span, max_depth, unknown_fields)) {
+    return span_wire::refused;
+  }
+  return unknown_fields ? span_wire::valid_with_unknown_fields : span_wire::valid;
+}
+
+std::size_t copy_without_unknown_fields(std::span<const std::byte> wire,
+                                        std::byte* out) noexcept {
+  return write_known(reader_of(wire), message_kind::span, reinterpret_cast<unsigned char*>(out));
 }
 
 }  // namespace pmrkit::protobuf::detail

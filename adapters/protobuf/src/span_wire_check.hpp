@@ -6,7 +6,10 @@
 // line per datagram. span_parser instead refuses such a datagram before libprotobuf sees it and
 // counts it in parse_errors, the counter meant for it.
 //
-// Thread-safety: a pure function of its argument.
+// It also tells a span with unknown fields apart (a newer sender's), so that the parser can drop
+// them first: libprotobuf keeps them on the process heap, arena or not.
+//
+// Thread-safety: pure functions of their arguments.
 #pragma once
 
 #include <cstddef>
@@ -14,12 +17,27 @@
 
 namespace pmrkit::protobuf::detail {
 
-// True when `wire` is a well-formed SSFSpan by libprotobuf's rules (unknown fields of every wire
-// type, nested groups, non-minimal varints, repeated and out-of-order fields) and every string
-// field of it that libprotobuf checks (a span's service, name and tags; a sample's name,
-// message, unit and tags) is UTF-8. False only for bytes libprotobuf's parser refuses as well,
-// so nothing it would accept is lost; and on bytes this accepts, every string that libprotobuf
-// reads was checked here, so it never logs.
-bool is_valid_span_wire(std::span<const std::byte> wire) noexcept;
+enum class span_wire {
+  // Not a span libprotobuf would parse: malformed, or a string it checks is not UTF-8.
+  refused,
+  valid,
+  // Valid, with fields the span or a sample does not have (a newer sender's), which
+  // libprotobuf would keep in an unknown-field set on the process heap, arena or not.
+  valid_with_unknown_fields,
+};
+
+// Refused only for bytes libprotobuf's parser refuses as well, so nothing it would accept is
+// lost; and on bytes not refused, every string that libprotobuf reads was checked here (a span's
+// service, name and tags; a sample's name, message, unit and tags), so it never logs. The
+// rules are libprotobuf's: unknown fields of every wire type, nested groups, non-minimal
+// varints, repeated and out-of-order fields.
+span_wire check_span_wire(std::span<const std::byte> wire) noexcept;
+
+// For bytes check_span_wire() found valid_with_unknown_fields: writes them to `out` (room for
+// wire.size() bytes; what is written is never longer) without the fields libprotobuf would
+// not read into the span, at every level, and returns the size written. libprotobuf parses the
+// result into the same span, with nothing to keep on the heap.
+std::size_t copy_without_unknown_fields(std::span<const std::byte> wire,
+                                        std::byte* out) noexcept;
 
 }  // namespace pmrkit::protobuf::detail

@@ -1,9 +1,12 @@
 // The wire check span_parser makes before libprotobuf parses a datagram: libprotobuf must
 // never log a line for a string that is not UTF-8, and the check must refuse nothing that
-// libprotobuf accepts. Both are compared with libprotobuf's own parser of the generated message.
+// libprotobuf accepts; and what it finds to have unknown fields is copied without them into
+// bytes that libprotobuf parses into the same span. All are compared with libprotobuf's own
+// parser of the generated message.
 #include "span_wire_check.hpp"
 
 #include <google/protobuf/stubs/logging.h>
+#include <google/protobuf/util/message_differencer.h>
 
 #include <catch2/catch.hpp>
 
@@ -62,7 +65,27 @@ std::span<const std::byte> as_wire(const bytes& b) {
   return {reinterpret_cast<const std::byte*>(b.data()), b.size()};
 }
 
-bool check(const bytes& b) { return pmrkit::protobuf::detail::is_valid_span_wire(as_wire(b)); }
+using pmrkit::protobuf::detail::span_wire;
+
+span_wire verdict(const bytes& b) { return pmrkit::protobuf::detail::check_span_wire(as_wire(b)); }
+bool check(const bytes& b) { return verdict(b) != span_wire::refused; }
+
+bytes without_unknown_fields(const bytes& b) {
+  bytes out(b.size(), '\0');
+  const std::size_t size = pmrkit::protobuf::detail::copy_without_unknown_fields(
+      as_wire(b), reinterpret_cast<std::byte*>(out.data()));
+  REQUIRE(size <= b.size());
+  out.resize(size);
+  return out;
+}
+
+bool has_unknown_fields(const pmrkit::ssf::SSFSpan& span) {
+  if (!span.GetReflection()->GetUnknownFields(span).empty()) return true;
+  for (const auto& sample : span.metrics()) {
+    if (!sample.GetReflection()->GetUnknownFields(sample).empty()) return true;
+  }
+  return false;
+}
 
 struct libprotobuf_verdict {
   bool parsed;
@@ -77,23 +100,47 @@ libprotobuf_verdict libprotobuf_parse(const bytes& b) {
 }
 
 // What the check promises: it refuses only what libprotobuf refuses, and libprotobuf never logs
-// on what it accepts.
+// on what it accepts; it finds every field that libprotobuf would keep as unknown, and the copy
+// without them parses into the same span.
 void agrees_with_libprotobuf(const bytes& b) {
-  const bool accepted = check(b);
+  const span_wire found = verdict(b);
   const libprotobuf_verdict libprotobuf = libprotobuf_parse(b);
-  INFO("datagram of " << b.size() << " bytes; accepted " << accepted << ", libprotobuf parsed "
-                      << libprotobuf.parsed << " and logged " << libprotobuf.log_lines);
-  if (!accepted) CHECK_FALSE(libprotobuf.parsed);
-  if (accepted) CHECK(libprotobuf.log_lines == 0);
+  INFO("datagram of " << b.size() << " bytes; verdict " << static_cast<int>(found)
+                      << ", libprotobuf parsed " << libprotobuf.parsed << " and logged "
+                      << libprotobuf.log_lines);
+  if (found == span_wire::refused) {
+    CHECK_FALSE(libprotobuf.parsed);
+    return;
+  }
+  CHECK(libprotobuf.log_lines == 0);
+  if (!libprotobuf.parsed) return;  // past libprotobuf's nesting limit, say
+  pmrkit::ssf::SSFSpan original;
+  REQUIRE(original.ParseFromArray(b.data(), static_cast<int>(b.size())));
+  CHECK(has_unknown_fields(original) == (found == span_wire::valid_with_unknown_fields));
+  if (found == span_wire::valid) return;
+  const bytes known = without_unknown_fields(b);
+  CHECK(verdict(known) == span_wire::valid);
+  pmrkit::ssf::SSFSpan stripped;
+  REQUIRE(stripped.ParseFromArray(known.data(), static_cast<int>(known.size())));
+  CHECK_FALSE(has_unknown_fields(stripped));
+  original.DiscardUnknownFields();
+  CHECK(::google::protobuf::util::MessageDifferencer::Equals(original, stripped));
 }
 
 const bytes bad = "\xff\xfe";  // never UTF-8
 const bytes good = "ok";
 
+// Every field set (proto3 leaves out a field at its default), so that each is on the wire.
 pb::span example_span() {
   pb::span s;
   s.version = 1;
   s.trace_id = 42;
+  s.id = 43;
+  s.parent_id = 41;
+  s.start_timestamp = 1'700'000'000'000'000'000;
+  s.end_timestamp = 1'700'000'000'000'000'100;
+  s.error = true;
+  s.indicator = true;
   s.service = "checkout-service";
   s.name = "POST /orders";
   s.tags = {{"env", "production"}, {"region", "eu-west-1"}};
@@ -102,7 +149,11 @@ pb::span example_span() {
     m.name = "db.query.count";
     m.message = "slow";
     m.unit = "ms";
+    m.metric = pb::metric_type::histogram;
     m.value = 1.5f;
+    m.timestamp = 1'700'000'000;
+    m.status = pb::sample_status::warning;
+    m.sample_rate = 0.5f;
     m.tags = {{"status_code", "201"}};
     s.metrics.push_back(m);
   }
@@ -194,6 +245,32 @@ TEST_CASE("the wire check refuses what libprotobuf refuses as malformed", "[prot
   CHECK(check(nested));
 }
 
+TEST_CASE("fields libprotobuf would keep as unknown are found and dropped, at every level",
+          "[protobuf]") {
+  const bytes sample = length_field(2, good) + tag(3, 5) + bytes(4, '\0');
+  const std::vector<std::pair<const char*, bytes>> cases{
+      {"SSF's old operation field", length_field(13, good) + length_field(9, good)},
+      {"a varint of an unknown number", tag(100, 0) + varint(7)},
+      {"a known number with another wire type", tag(1, 2) + varint(1) + "x"},
+      {"a group", tag(20, 3) + tag(1, 0) + varint(1) + tag(20, 4)},
+      {"in a sample", length_field(10, sample + tag(99, 1) + bytes(8, 'x'))},
+      {"a float sent as a varint", length_field(10, tag(3, 0) + varint(1))},
+  };
+  for (const auto& [where, wire] : cases) {
+    INFO(where);
+    CHECK(verdict(wire) == span_wire::valid_with_unknown_fields);
+    agrees_with_libprotobuf(wire);
+  }
+  // libprotobuf drops a tag entry's unknown fields itself, so they cost nothing.
+  CHECK(verdict(length_field(11, entry(good, good) + tag(3, 0) + varint(1))) == span_wire::valid);
+  // Known fields only, each of every type.
+  pmrkit::buffer_pool pool;
+  pb::span_encoder encoder(pool);
+  const pmrkit::byte_buffer encoded = encoder.encode(example_span());
+  CHECK(verdict(bytes(reinterpret_cast<const char*>(encoded.data()), encoded.size())) ==
+        span_wire::valid);
+}
+
 TEST_CASE("the wire check agrees with libprotobuf on spans damaged at random", "[protobuf]") {
   pmrkit::buffer_pool pool;
   pb::span_encoder encoder(pool);
@@ -203,6 +280,7 @@ TEST_CASE("the wire check agrees with libprotobuf on spans damaged at random", "
   std::mt19937 rng(1201);
   int accepted = 0;
   int refused_as_text = 0;
+  int with_unknown_fields = 0;
   for (int i = 0; i < 20'000; ++i) {
     bytes damaged = original;
     const int edits = 1 + static_cast<int>(rng() % 3);
@@ -217,11 +295,13 @@ TEST_CASE("the wire check agrees with libprotobuf on spans damaged at random", "
       if (damaged.empty()) damaged = original;
     }
     agrees_with_libprotobuf(damaged);
-    const bool ok = check(damaged);
-    accepted += ok;
-    refused_as_text += !ok && libprotobuf_parse(damaged).log_lines > 0;
+    const span_wire found = verdict(damaged);
+    accepted += found != span_wire::refused;
+    with_unknown_fields += found == span_wire::valid_with_unknown_fields;
+    refused_as_text += found == span_wire::refused && libprotobuf_parse(damaged).log_lines > 0;
   }
-  // Both outcomes are common, so the comparison above is not vacuous.
+  // Each outcome is common, so the comparisons above are not vacuous.
   CHECK(accepted > 1'000);
   CHECK(refused_as_text > 1'000);
+  CHECK(with_unknown_fields > 200);
 }

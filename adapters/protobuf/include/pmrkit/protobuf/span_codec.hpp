@@ -145,6 +145,10 @@ struct span_parser_stats {
   // that libprotobuf takes long strings and arena growth from); the std::bad_alloc reached the
   // caller. parsed + parse_errors + allocation_failures = datagrams offered.
   std::uint64_t allocation_failures = 0;
+  // Spans parsed with fields this schema does not have (a newer sender's), which the parser
+  // drops before libprotobuf keeps them on the heap: they cost a copy of the datagram into a
+  // pooled buffer instead. Each is counted in parsed as well.
+  std::uint64_t with_unknown_fields = 0;
   std::uint64_t arena_overflows = 0;  // parses that needed arena memory beyond the block
   std::size_t arena_block = 0;        // the block size the next parse will use
 };
@@ -179,6 +183,7 @@ class span_parser {
   single_writer_counter<std::uint64_t> parsed_;
   single_writer_counter<std::uint64_t> parse_errors_;
   single_writer_counter<std::uint64_t> allocation_failures_;
+  single_writer_counter<std::uint64_t> with_unknown_fields_;
   single_writer_counter<std::uint64_t> arena_overflows_;
   single_writer_counter<std::size_t> arena_block_published_;
 };
