@@ -149,10 +149,12 @@ pool_engine::pool_engine(std::pmr::memory_resource* memory, const buffer_pool_op
                       " is too large: at most " + std::to_string(largest_bucket) +
                       ", the largest power of two a buffer may hold");
   }
-  if (std::bit_ceil(options.min_capacity) > options.max_capacity) {
+  // Both round up to a power of two (a max_capacity past 2^62 to 2^62: no bucket is larger).
+  if (std::bit_ceil(options.min_capacity) >
+      std::bit_ceil(std::min(options.max_capacity, largest_bucket))) {
     throw_bad_options("min_capacity " + std::to_string(options.min_capacity) +
-                      ", rounded up to a power of two, must not exceed max_capacity " +
-                      std::to_string(options.max_capacity));
+                      " must not exceed max_capacity " + std::to_string(options.max_capacity) +
+                      " (both rounded up to a power of two)");
   }
   if (options.thread_buffers_per_bucket > max_thread_buffers_per_bucket) {
     throw_bad_options("thread_buffers_per_bucket " +
@@ -161,8 +163,11 @@ pool_engine::pool_engine(std::pmr::memory_resource* memory, const buffer_pool_op
                       " buffers per bucket per thread");
   }
   min_shift_ = static_cast<std::size_t>(std::countr_zero(std::bit_ceil(options.min_capacity)));
-  const auto max_shift =
-      static_cast<std::size_t>(std::bit_width(std::min(options.max_capacity, largest_bucket))) - 1;
+  // The top bucket is max_capacity rounded up to a power of two: with it rounded down, buffers
+  // between the two (a UDP payload's 65,507 bytes) were allocated at their size every time, and
+  // on return kept in the bucket below, where they served smaller requests only.
+  const auto max_shift = static_cast<std::size_t>(
+      std::countr_zero(std::bit_ceil(std::min(options.max_capacity, largest_bucket))));
   bucket_count_ = max_shift - min_shift_ + 1;
   per_thread_ = std::min(options.thread_buffers_per_bucket, options.max_per_bucket);
   buckets_ = std::make_unique<shared_bucket[]>(bucket_count_);
@@ -299,7 +304,7 @@ block pool_engine::take(std::size_t request) {
 }
 
 void pool_engine::give_back(block returned) noexcept {
-  if (returned.capacity > options.max_capacity) {
+  if (returned.capacity > bucket_capacity(bucket_count_ - 1)) {
     free_block(returned);
     note(local_cache(), &counters::dropped_for_size);
     return;

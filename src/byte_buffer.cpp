@@ -24,6 +24,13 @@ constexpr std::size_t max_buffer_size =
                           std::to_string(max_buffer_size) + " bytes)");
 }
 
+// For a call that asks for a size outright (reserve, resize).
+[[noreturn]] void throw_too_large(const char* operation, std::size_t wanted) {
+  throw std::length_error(std::string("pmrkit::byte_buffer::") + operation + "(" +
+                          std::to_string(wanted) + "): more than the largest buffer size (" +
+                          std::to_string(max_buffer_size) + " bytes)");
+}
+
 }  // namespace
 
 byte_buffer byte_buffer::make_standalone(std::pmr::memory_resource* resource,
@@ -64,11 +71,12 @@ void byte_buffer::commit(std::size_t written) {
 
 void byte_buffer::reserve(std::size_t capacity) {
   if (capacity <= capacity_) return;
-  if (capacity > max_buffer_size) throw_too_large("reserve", 0, capacity);
+  if (capacity > max_buffer_size) throw_too_large("reserve", capacity);
   grow_to(capacity);
 }
 
 void byte_buffer::resize(std::size_t size) {
+  if (size > max_buffer_size) throw_too_large("resize", size);
   const std::size_t old_size = size_;
   resize_for_overwrite(size);
   // Pooled storage holds a previous user's bytes; never expose them through resize().
@@ -76,6 +84,7 @@ void byte_buffer::resize(std::size_t size) {
 }
 
 void byte_buffer::resize_for_overwrite(std::size_t size) {
+  if (size > max_buffer_size) throw_too_large("resize_for_overwrite", size);
   reserve(size);
   size_ = size;
 }

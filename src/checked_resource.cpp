@@ -140,13 +140,32 @@ struct checked_resource::state {
   std::uint64_t next_serial = 1;
   std::uint64_t next_freed_order = 1;
 
+  static constexpr std::size_t max_recorded = 16;
+  std::vector<std::string> recorded;  // under error_action::record: the first messages
+
+  static std::string text_of(const finding& f) {
+    return "pmrkit checked_resource: " + std::string(to_string(f.violation)) + ": " + f.message;
+  }
+
   [[noreturn]] void raise(const finding& f) const {
-    const std::string text =
-        "pmrkit checked_resource: " + std::string(to_string(f.violation)) + ": " + f.message;
-    if (options.on_error == checked_options::error_action::throw_error)
+    const std::string text = text_of(f);
+    if (options.on_error != checked_options::error_action::abort)
       throw allocation_error(f.violation, text);
     std::fprintf(stderr, "%s\n", text.c_str());
     std::abort();
+  }
+
+  // For deallocate(), which may return instead: under error_action::record the finding is kept
+  // (it was counted already) and the caller returns; otherwise it is raised.
+  void report_from_deallocate(const finding& f) {
+    if (options.on_error != checked_options::error_action::record) raise(f);
+    if (recorded.size() < max_recorded) {
+      try {
+        recorded.push_back(text_of(f));
+      } catch (const std::bad_alloc&) {
+        // Counted in violations all the same; only its text is lost.
+      }
+    }
   }
 
   std::size_t front_guard(std::size_t alignment) const noexcept {
@@ -177,10 +196,11 @@ struct checked_resource::state {
     counters.quarantined_bytes -= r.raw_bytes;
   }
 
-  // Whether a quarantined block may be reused: half the quarantine's blocks have been freed
-  // since it was, so a stale pointer to it stays a stale pointer for that long.
+  // Whether a quarantined block may be reused: half the quarantine's blocks (at least one) have
+  // been freed since it was, so a stale pointer to it stays a stale pointer for that long.
   bool has_waited(const block_record& r) const noexcept {
-    return next_freed_order - 1 - r.freed_order >= options.quarantine_blocks / 2;
+    return next_freed_order - 1 - r.freed_order >=
+           std::max<std::size_t>(1, options.quarantine_blocks / 2);
   }
 
   void note_allocation(std::size_t bytes) {
@@ -387,24 +407,28 @@ void checked_resource::do_deallocate(void* p, std::size_t bytes, std::size_t ali
       where += describe(r) + (r.freed_order ? ", which is already freed" : "");
       break;
     }
-    s.raise({allocation_violation::unknown_pointer,
-             call("deallocate", p, bytes, alignment) + " of " + where +
-                 "; deallocate takes only what allocate returned"});
+    s.report_from_deallocate({allocation_violation::unknown_pointer,
+                              call("deallocate", p, bytes, alignment) + " of " + where +
+                                  "; deallocate takes only what allocate returned"});
+    return;
   }
   block_record& r = it->second;
   if (r.freed_order) {
     ++s.counters.violations;
-    s.raise({allocation_violation::double_free,
-             call("deallocate", p, bytes, alignment) + " of " + describe(r) +
-                 ", which was already freed; a block may be freed once"});
+    s.report_from_deallocate({allocation_violation::double_free,
+                              call("deallocate", p, bytes, alignment) + " of " + describe(r) +
+                                  ", which was already freed; a block may be freed once"});
+    return;
   }
   if (bytes != r.bytes || alignment != r.alignment) {
     ++s.counters.violations;
-    s.raise({bytes != r.bytes ? allocation_violation::wrong_size
-                              : allocation_violation::wrong_alignment,
-             call("deallocate", p, bytes, alignment) + " of " + describe(r) +
-                 ": deallocate must be given the size and alignment passed to allocate; the "
-                 "block is still allocated"});
+    s.report_from_deallocate(
+        {bytes != r.bytes ? allocation_violation::wrong_size
+                          : allocation_violation::wrong_alignment,
+         call("deallocate", p, bytes, alignment) + " of " + describe(r) +
+             ": deallocate must be given the size and alignment passed to allocate; the "
+             "block is still allocated"});
+    return;
   }
 
   --s.counters.blocks_in_use;
@@ -413,7 +437,8 @@ void checked_resource::do_deallocate(void* p, std::size_t bytes, std::size_t ali
   if (auto damage = check_guards(r, "it was freed")) {
     ++s.counters.violations;
     s.give_back(it);  // freed all the same: the caller is done with it
-    s.raise(*damage);
+    s.report_from_deallocate(*damage);
+    return;
   }
   const checked_options& o = s.options;
   if (o.quarantine_blocks == 0 || r.raw_bytes > o.quarantine_bytes) {
@@ -447,7 +472,7 @@ void checked_resource::do_deallocate(void* p, std::size_t bytes, std::size_t ali
                s.counters.quarantined_bytes > o.quarantine_bytes;
       },
       "it left the quarantine");
-  if (found) s.raise(*found);
+  if (found) s.report_from_deallocate(*found);
 }
 
 checked_stats checked_resource::stats() const {
@@ -468,6 +493,19 @@ std::vector<checked_block> checked_resource::live_blocks() const {
 std::string checked_resource::leak_report() const {
   const std::lock_guard guard(state_->lock);
   return state_->leak_report();
+}
+
+std::string checked_resource::violation_report() const {
+  const std::lock_guard guard(state_->lock);
+  const state& s = *state_;
+  if (s.options.on_error != checked_options::error_action::record || s.counters.violations == 0)
+    return {};
+  std::string text = std::to_string(s.counters.violations) + " violation" +
+                     (s.counters.violations == 1 ? "" : "s") + " recorded";
+  if (s.counters.violations > s.recorded.size())
+    text += " (the first " + std::to_string(s.recorded.size()) + " below)";
+  for (const std::string& message : s.recorded) text += "\n" + message;
+  return text;
 }
 
 void checked_resource::verify() {

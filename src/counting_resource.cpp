@@ -1,8 +1,14 @@
 #include "pmrkit/counting_resource.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace pmrkit {
+
+counting_resource::counting_resource(std::pmr::memory_resource* wrapped) : wrapped_(wrapped) {
+  if (wrapped == nullptr)
+    throw std::invalid_argument("pmrkit: counting_resource was given a null resource");
+}
 
 void* counting_resource::do_allocate(std::size_t bytes, std::size_t alignment) {
   void* p = wrapped_->allocate(bytes, alignment);  // count only what succeeded
@@ -32,15 +38,25 @@ void counting_resource::raise_peak(std::uint64_t in_use) noexcept {
   }
 }
 
+// Whether a reset ran, or runs, since `generation` was read.
+bool counting_resource::reset_running(std::uint64_t generation) const noexcept {
+  return resets_running_.load(std::memory_order_seq_cst) != 0 ||
+         reset_generation_.load(std::memory_order_seq_cst) != generation;
+}
+
 allocation_stats counting_resource::stats() const noexcept {
   allocation_stats s;
   // Frees first: a free is counted (release) after its block's allocation was, so allocations
   // read after it include every block whose free was seen, and blocks_in_use() cannot wrap.
-  // Only a reset_totals() between the two loads can break that; read again then.
-  do {
-    s.deallocations = deallocations_.load(std::memory_order_acquire);
-    s.allocations = allocations_.load(std::memory_order_acquire);
-  } while (s.deallocations > s.allocations);
+  // A reset_totals() between the two loads breaks that (it lowers one, then the other: the
+  // new frees and the old allocations read together show blocks long freed as live), so the
+  // two are read again until no reset ran across them.
+  for (;;) {
+    const std::uint64_t generation = reset_generation_.load(std::memory_order_seq_cst);
+    s.deallocations = deallocations_.load(std::memory_order_seq_cst);
+    s.allocations = allocations_.load(std::memory_order_seq_cst);
+    if (!reset_running(generation) && s.deallocations <= s.allocations) break;
+  }
   s.bytes_in_use = bytes_in_use_.load(std::memory_order_relaxed);
   // A reset may lower the peak just after an allocation raised bytes_in_use; never show less.
   s.peak_bytes_in_use =
@@ -54,6 +70,7 @@ allocation_stats counting_resource::stats() const noexcept {
 // read-modify-writes touch the counters that allocate() and deallocate() also change, so a
 // call running at the same time lands on one side of the reset or the other, once.
 void counting_resource::reset_totals() noexcept {
+  resets_running_.fetch_add(1, std::memory_order_seq_cst);
   const auto freed = deallocations_.load(std::memory_order_acquire);
   deallocations_.fetch_sub(freed, std::memory_order_relaxed);
   allocations_.fetch_sub(freed, std::memory_order_relaxed);
@@ -67,6 +84,8 @@ void counting_resource::reset_totals() noexcept {
   peak_bytes_in_use_.store(bytes_in_use_.load(std::memory_order_seq_cst),
                            std::memory_order_seq_cst);
   raise_peak(bytes_in_use_.fetch_add(0, std::memory_order_seq_cst));
+  reset_generation_.fetch_add(1, std::memory_order_seq_cst);
+  resets_running_.fetch_sub(1, std::memory_order_seq_cst);
 }
 
 }  // namespace pmrkit

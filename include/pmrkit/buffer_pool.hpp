@@ -3,8 +3,8 @@
 // acquire(n) hands out a byte_buffer of capacity >= n whose storage comes from the pool's
 // memory_resource; when the buffer is destroyed it returns here and its storage is reused by
 // a later acquire. Buffers are kept in power-of-two capacity buckets, at most max_per_bucket
-// per bucket; a buffer that grew beyond max_capacity is freed, not kept, so one huge message
-// does not pin its memory forever. Thread-safe: any thread may acquire, and a buffer may be
+// per bucket; a buffer that grew beyond max_capacity (rounded up to a power of two) is freed,
+// not kept, so one huge message does not pin its memory forever. Thread-safe: any thread may acquire, and a buffer may be
 // returned on any thread; each thread keeps a small cache of its own. The resource must
 // outlive the pool, and every buffer must be returned (destroyed) before the pool is.
 // Destroying the pool frees every retained buffer.
@@ -21,7 +21,9 @@ namespace pmrkit {
 
 struct buffer_pool_options {
   std::size_t min_capacity = 256;          // smallest bucket; smaller requests round up to it
-  std::size_t max_capacity = 1024 * 1024;  // a buffer larger than this is freed on return
+  // The largest bucket, rounded up to a power of two: a buffer larger than that is freed on
+  // return, and a larger request is served at exactly its size.
+  std::size_t max_capacity = 1024 * 1024;
   std::size_t max_per_bucket = 64;         // retained buffers per bucket, all threads together
   // Retained buffers per bucket that one thread keeps for itself, counted within
   // max_per_bucket (at most 1024; capped at max_per_bucket).
@@ -32,7 +34,7 @@ struct buffer_pool_stats {
   std::uint64_t acquires = 0;           // acquire() calls, and growths of pooled buffers
   std::uint64_t hits = 0;               // served from a retained buffer
   std::uint64_t misses = 0;             // a new buffer was allocated from the resource
-  std::uint64_t dropped_for_size = 0;   // returned buffers freed because > max_capacity
+  std::uint64_t dropped_for_size = 0;   // returned buffers freed: larger than the largest bucket
   std::uint64_t dropped_for_bound = 0;  // returned buffers freed because the bucket was full
   std::uint64_t buffers_retained = 0;   // kept for reuse now, thread caches included
   std::uint64_t bytes_retained = 0;     // their capacity, in bytes
@@ -41,8 +43,8 @@ struct buffer_pool_stats {
 class buffer_pool {
  public:
   // Throws std::invalid_argument for a null resource, min_capacity 0 or above 2^62 (the largest
-  // power of two a buffer may hold), min_capacity that (rounded up to a power of two) exceeds
-  // max_capacity, or thread_buffers_per_bucket above 1024. Buckets stop at 2^62 whatever
+  // power of two a buffer may hold), min_capacity that exceeds max_capacity (both rounded up to
+  // a power of two), or thread_buffers_per_bucket above 1024. Buckets stop at 2^62 whatever
   // max_capacity is; larger requests are served at exactly their size.
   explicit buffer_pool(std::pmr::memory_resource* resource = std::pmr::get_default_resource(),
                        buffer_pool_options options = {});

@@ -11,12 +11,14 @@
 // are filled with a pattern too, so reads of uninitialised memory are visible. A freed block
 // in quarantine is reused only for a later request of exactly its size and alignment (the
 // oldest such block first, after checking its poison), and only once half the quarantine's
-// blocks (quarantine_blocks / 2) have been freed after it, so that a stale pointer freed or
+// blocks (quarantine_blocks / 2, at least one) have been freed after it, so that a stale pointer freed or
 // written through soon after the free is still caught; everything else comes from upstream.
 //
 // A violation found by allocate() or deallocate() is reported as the options say: by default
 // a message naming the violation on stderr, then std::abort(); with on_error = throw_error,
-// pmrkit::allocation_error (allocation_error.hpp) so tests can assert. The resource's state
+// pmrkit::allocation_error (allocation_error.hpp) so tests can assert; with on_error = record,
+// one found by deallocate() is counted and kept for violation_report(), and the call returns
+// (for code under test that frees in a destructor, which must not throw). The resource's state
 // stays consistent after a throw: a bad deallocate changes nothing (the block stays live), a
 // block whose guard bytes were overwritten is still freed, and so is the block of a deallocate
 // that found damage in another block as that one left the quarantine. Destructors cannot throw, so
@@ -41,7 +43,10 @@
 namespace pmrkit {
 
 struct checked_options {
-  enum class error_action { abort, throw_error };
+  // record: a violation that deallocate() finds is counted in violations and its message kept
+  // (violation_report()), and the call returns having freed nothing more than throw_error
+  // would; everything else (allocate(), verify(), flush_quarantine()) throws as throw_error.
+  enum class error_action { abort, throw_error, record };
   enum class leak_action { report, abort, ignore };
 
   error_action on_error = error_action::abort;
@@ -100,6 +105,9 @@ class checked_resource final : public std::pmr::memory_resource {
   // What destruction would report now: count, bytes and sizes of the live blocks; empty
   // when there are none.
   std::string leak_report() const;
+  // The violations kept under on_error = record: how many, and the messages of the first 16;
+  // empty when there are none.
+  std::string violation_report() const;
   // Checks the guards of every live block and the poison of every quarantined block now,
   // reporting the first damage found per on_error (damaged quarantined blocks are returned to
   // upstream first).

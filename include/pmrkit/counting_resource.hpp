@@ -26,9 +26,9 @@ struct allocation_stats {
 
 class counting_resource final : public std::pmr::memory_resource {
  public:
+  // Throws std::invalid_argument for a null resource.
   explicit counting_resource(
-      std::pmr::memory_resource* wrapped = std::pmr::get_default_resource()) noexcept
-      : wrapped_(wrapped) {}
+      std::pmr::memory_resource* wrapped = std::pmr::get_default_resource());
   counting_resource(const counting_resource&) = delete;
   counting_resource& operator=(const counting_resource&) = delete;
 
@@ -47,6 +47,7 @@ class counting_resource final : public std::pmr::memory_resource {
     return this == &other;
   }
   void raise_peak(std::uint64_t in_use) noexcept;
+  bool reset_running(std::uint64_t generation) const noexcept;
 
   std::pmr::memory_resource* wrapped_;
   std::atomic<std::uint64_t> allocations_{0};
@@ -55,6 +56,10 @@ class counting_resource final : public std::pmr::memory_resource {
   std::atomic<std::uint64_t> peak_bytes_in_use_{0};
   std::atomic<std::uint64_t> bytes_allocated_{0};
   std::atomic<std::uint64_t> bytes_freed_{0};  // since construction or the last reset_totals()
+  // A reset lowers allocations and deallocations one after the other; stats() reads them again
+  // when a reset ran meanwhile (resets_running_ before, reset_generation_ after).
+  std::atomic<std::uint32_t> resets_running_{0};
+  std::atomic<std::uint64_t> reset_generation_{0};
 };
 
 }  // namespace pmrkit

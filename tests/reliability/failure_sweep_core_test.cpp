@@ -13,6 +13,7 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "pmrkit/buffer_pool.hpp"
@@ -114,6 +115,47 @@ TEST_CASE("failure sweep: catches each kind of mishandling", "[failure_sweep]") 
       }
       h.memory->deallocate(a, 16, 8);
     });
+    CHECK_THAT(message, Contains("step 2") && Contains("wrong size"));
+  }
+  SECTION("a double free whose error the error path swallows") {
+    // The checked resource threw it, the catch (...) lost it, and nothing leaked: it passed.
+    const auto message = sweep_error_of([](holder& h) {
+      void* a = h.memory->allocate(16, 8);
+      try {
+        void* b = h.memory->allocate(16, 8);
+        h.memory->deallocate(b, 16, 8);
+      } catch (const std::bad_alloc&) {
+        h.memory->deallocate(a, 16, 8);
+        try {
+          h.memory->deallocate(a, 16, 8);
+        } catch (...) {
+        }
+        throw;
+      }
+      h.memory->deallocate(a, 16, 8);
+    });
+    CHECK_THAT(message, Contains("step 2") && Contains("double free"));
+  }
+  SECTION("a wrong free in the subject's destructor") {
+    // A destructor cannot throw: the checked resource's error ended the program.
+    struct frees_wrongly {
+      std::pmr::memory_resource* memory;
+      void* block = nullptr;
+      explicit frees_wrongly(std::pmr::memory_resource& m) : memory(&m) {}
+      frees_wrongly(frees_wrongly&& other) noexcept
+          : memory(other.memory), block(std::exchange(other.block, nullptr)) {}
+      ~frees_wrongly() {
+        if (block != nullptr) memory->deallocate(block, 32, 8);  // allocated as 16 bytes
+      }
+    };
+    std::string message;
+    try {
+      failure_sweep([](std::pmr::memory_resource& m) { return frees_wrongly(m); },
+                    [](frees_wrongly& s) { s.block = s.memory->allocate(16, 8); },
+                    [](frees_wrongly&) {});
+    } catch (const failure_sweep_error& e) {
+      message = e.what();
+    }
     CHECK_THAT(message, Contains("step 2") && Contains("wrong size"));
   }
   SECTION("an object left broken") {

@@ -310,6 +310,12 @@ TEST_CASE("sizes beyond what a buffer can hold are length errors, not allocation
   CHECK_THROWS_AS(buffer.resize(huge), std::length_error);
   CHECK_THROWS_AS(buffer.append(buffer.data(), huge), std::length_error);
   CHECK_THROWS_WITH(buffer.append(buffer.data(), huge), Catch::Contains("largest buffer size"));
+  // Each names the call that asked, and the size it asked for.
+  const std::string asked = "(" + std::to_string(huge) + "): more than the largest buffer size";
+  CHECK_THROWS_WITH(buffer.reserve(huge), Catch::Contains("::reserve" + asked));
+  CHECK_THROWS_WITH(buffer.resize(huge), Catch::Contains("::resize" + asked));
+  CHECK_THROWS_WITH(buffer.resize_for_overwrite(huge),
+                    Catch::Contains("::resize_for_overwrite" + asked));
   CHECK(buffer.size() == 1);
   CHECK(a.counting.stats().allocations == 1);
 }

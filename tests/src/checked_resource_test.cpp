@@ -139,6 +139,49 @@ TEST_CASE("checked: a double free after its shape was allocated again", "[checke
   r.deallocate(q, 24, 8);
 }
 
+TEST_CASE("checked: with a quarantine of one block, a stale double free is still caught",
+          "[checked]") {
+  // Half of one block is none: the freed block was handed out again at once, and the stale
+  // free then freed its new owner's block without a word.
+  fixture f;
+  checked_resource r(throwing(1), &f.upstream);
+  void* p = r.allocate(24, 8);
+  r.deallocate(p, 24, 8);
+  void* q = r.allocate(24, 8);
+  CHECK(q != p);
+  CHECK(caught([&] { r.deallocate(p, 24, 8); }).violation() == allocation_violation::double_free);
+  r.deallocate(q, 24, 8);
+}
+
+TEST_CASE("checked: on_error = record keeps a bad free's report and returns", "[checked]") {
+  fixture f;
+  checked_options o = throwing();
+  o.on_error = checked_options::error_action::record;
+  checked_resource r(o, &f.upstream);
+  CHECK(r.violation_report().empty());
+  void* p = r.allocate(24, 8);
+  r.deallocate(p, 32, 8);  // wrong size: recorded, the block still live
+  CHECK(r.stats().violations == 1);
+  CHECK(r.stats().blocks_in_use == 1);
+  r.deallocate(p, 24, 8);
+  r.deallocate(p, 24, 8);  // double free: recorded
+  int stack_value = 0;
+  r.deallocate(&stack_value, 4, 4);  // never handed out: recorded
+  CHECK(r.stats().violations == 3);
+  CHECK(r.stats().blocks_in_use == 0);
+  const std::string report = r.violation_report();
+  CHECK_THAT(report, Catch::Contains("3 violations recorded") &&
+                         Catch::Contains("wrong size") && Catch::Contains("double free") &&
+                         Catch::Contains("did not hand out"));
+  // allocate() has nothing to return instead: it throws as throw_error does.
+  CHECK(caught([&] { (void)r.allocate(8, 3); }).violation() ==
+        allocation_violation::bad_alignment);
+  // Only the first 16 messages are kept; every violation is counted.
+  for (int i = 0; i < 20; ++i) r.deallocate(&stack_value, 4, 4);
+  CHECK(r.stats().violations == 24);
+  CHECK_THAT(r.violation_report(), Catch::Contains("24 violations recorded (the first 16 below)"));
+}
+
 TEST_CASE("checked: a quarantined block is reused once half the quarantine was freed after it",
           "[checked]") {
   fixture f;

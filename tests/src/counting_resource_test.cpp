@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "pmrkit/counting_resource.hpp"
+#include "pmrkit/testing/fault_injecting_resource.hpp"
 
 TEST_CASE("counting_resource counts what passes through", "[counting]") {
   pmrkit::counting_resource counter(std::pmr::new_delete_resource());
@@ -27,6 +28,14 @@ TEST_CASE("counting_resource counts what passes through", "[counting]") {
   CHECK(s.peak_bytes_in_use == 50);
   counter.deallocate(b, 50, 16);
   CHECK(counter.stats().bytes_in_use == 0);
+}
+
+TEST_CASE("counting_resource and fault_injecting_resource refuse a null resource",
+          "[counting]") {
+  // They accepted it, and the first allocation crashed.
+  CHECK_THROWS_WITH(pmrkit::counting_resource(nullptr), Catch::Contains("null resource"));
+  CHECK_THROWS_WITH(pmrkit::testing::fault_injecting_resource(nullptr),
+                    Catch::Contains("null upstream"));
 }
 
 TEST_CASE("counting_resource does not count a failed allocation", "[counting]") {

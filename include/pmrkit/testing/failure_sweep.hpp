@@ -13,8 +13,10 @@
 // runs `operation` once, then with failures disarmed calls `usable`, destroys the subject and
 // checks that every byte came back. The sweep ends at the first step whose operation
 // completes without reaching the injected failure. The memory passed to `make` is a
-// fault_injecting_resource over a checked_resource (on_error=throw), so a double free, a
-// wrong-size free or an overrun on an error path is caught too. Anything wrong throws
+// fault_injecting_resource over a checked_resource, so a double free, a wrong-size free or an
+// overrun on an error path is caught too: one found by a free is recorded (on_error=record),
+// so that a free in a destructor, or one whose error a catch (...) swallows, fails its step
+// instead of ending the program or going unseen. Anything wrong throws
 // failure_sweep_error, whose message names the step and what went wrong; an uncaught
 // exception fails a Catch2 test with that message. Single-threaded use per call; the helpers
 // hold no global state.
@@ -90,7 +92,7 @@ inline std::string describe_exception(std::exception_ptr error) {
 
 inline checked_options sweep_checking() {
   checked_options o;
-  o.on_error = checked_options::error_action::throw_error;
+  o.on_error = checked_options::error_action::record;
   o.on_leak = checked_options::leak_action::ignore;  // the sweep reports leaks itself
   o.quarantine_blocks = 64;
   return o;
@@ -142,6 +144,9 @@ failure_sweep_result failure_sweep(Make&& make, Operation&& operation, Usable&& 
         }
       }
     }
+    // A wrong free first: it may also leave its block live.
+    if (checked.stats().violations != 0)
+      throw failure_sweep_error(at + "a block was freed wrongly: " + checked.violation_report());
     if (checked.stats().blocks_in_use != 0)
       throw failure_sweep_error(at + "memory leaked once the object was destroyed: " +
                                 checked.leak_report());

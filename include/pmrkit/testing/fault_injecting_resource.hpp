@@ -14,14 +14,19 @@
 #include <cstdint>
 #include <memory_resource>
 #include <new>
+#include <stdexcept>
 
 namespace pmrkit::testing {
 
 class fault_injecting_resource final : public std::pmr::memory_resource {
  public:
+  // Throws std::invalid_argument for a null upstream.
   explicit fault_injecting_resource(
-      std::pmr::memory_resource* upstream = std::pmr::new_delete_resource()) noexcept
-      : upstream_(upstream) {}
+      std::pmr::memory_resource* upstream = std::pmr::new_delete_resource())
+      : upstream_(upstream) {
+    if (upstream == nullptr)
+      throw std::invalid_argument("pmrkit: fault_injecting_resource was given a null upstream");
+  }
   fault_injecting_resource(const fault_injecting_resource&) = delete;
   fault_injecting_resource& operator=(const fault_injecting_resource&) = delete;
 
