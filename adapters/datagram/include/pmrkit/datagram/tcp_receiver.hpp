@@ -16,9 +16,10 @@
 // thread. stop() may be called from any thread and from a signal handler; stats(),
 // local_port() and pool() from any thread.
 // Ownership: the receiver holds one message buffer and one read buffer between calls, and each
-// connection with a frame begun holds the buffer it is assembled in (up to max_frame_size, so at
-// most max_frame_size × max_connections in all) until the frame is complete or the connection
-// closes; all go back to the pool when the receiver is destroyed. With the constructor that takes a resource the
+// connection with a frame begun holds the buffer it is assembled in until the frame is complete
+// or the connection closes. That buffer grows by doubling, in the pool's power-of-two sizes, to
+// the power of two at or above max_frame_size: under 2 × max_frame_size a connection, times
+// max_connections in all. All go back to the pool when the receiver is destroyed. With the constructor that takes a resource the
 // receiver owns its pool, so buffers a handler kept must be destroyed before the receiver;
 // with the one that takes a pool, the pool must outlive every buffer.
 #pragma once
