@@ -1,10 +1,12 @@
 // pmrkit/allocation_error.hpp — what a checked_resource reports when memory is misused.
 //
-// checked_resource (checked_resource.hpp) finds misuse such as a double free or a write past
-// the end of a block. With on_error=throw it throws allocation_error, so a test can assert
-// which violation happened; with the default, on_error=abort, it prints the same message and
-// aborts. allocation_error is a std::logic_error: it signals a bug in the calling code, not a
-// shortage of memory (that stays std::bad_alloc). Plain value type; no ownership concerns.
+// checked_resource (checked_resource.hpp) finds misuse such as a double free or a write past the
+// end of a block. With on_error=throw it throws allocation_error, so a test can assert which
+// violation happened; with the default, on_error=abort, it prints the same message and aborts; with
+// on_error=record, a violation found by deallocate() is kept for violation_report() instead, and
+// the others throw as with throw. allocation_error is a std::logic_error: it signals a bug in the
+// calling code, not a shortage of memory (that stays std::bad_alloc). Plain value type; no
+// ownership concerns.
 #pragma once
 
 #include <stdexcept>

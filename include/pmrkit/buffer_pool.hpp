@@ -1,12 +1,12 @@
 // pmrkit/buffer_pool.hpp — reusable byte buffers (Go's sync.Pool, with bounded retention).
 //
 // acquire(n) hands out a byte_buffer of capacity >= n whose storage comes from the pool's
-// memory_resource; when the buffer is destroyed it returns here and its storage is reused by
-// a later acquire. Buffers are kept in power-of-two capacity buckets, at most max_per_bucket
-// per bucket; a buffer that grew beyond max_capacity (rounded up to a power of two) is freed,
-// not kept, so one huge message does not pin its memory forever. Thread-safe: any thread may acquire, and a buffer may be
-// returned on any thread; each thread keeps a small cache of its own. The resource must
-// outlive the pool, and every buffer must be returned (destroyed) before the pool is.
+// memory_resource; when the buffer is destroyed it returns here and its storage is reused by a
+// later acquire. Buffers are kept in power-of-two capacity buckets, at most max_per_bucket per
+// bucket; a buffer that grew beyond max_capacity (rounded up to a power of two) is freed, not kept,
+// so one huge message does not pin its memory forever. Thread-safe: any thread may acquire, and a
+// buffer may be returned on any thread; each thread keeps a small cache of its own. The resource
+// must outlive the pool, and every buffer must be returned (destroyed) before the pool is.
 // Destroying the pool frees every retained buffer.
 #pragma once
 

@@ -47,8 +47,9 @@ class byte_buffer {
   std::span<std::byte> spare() noexcept { return {data_ + size_, capacity_ - size_}; }
   void commit(std::size_t written);  // throws std::length_error if past capacity()
 
-  // Grows capacity to at least `capacity` (geometrically), keeping the contents. Throws what
-  // the resource throws; on failure the buffer is unchanged.
+  // Grows capacity to at least `capacity` (geometrically), keeping the contents. These three
+  // throw std::length_error past the largest buffer size (PTRDIFF_MAX bytes), and what the
+  // pool or resource throws; on failure the buffer is unchanged.
   void reserve(std::size_t capacity);
   // New bytes are zero-filled.
   void resize(std::size_t size);

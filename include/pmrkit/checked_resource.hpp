@@ -1,18 +1,18 @@
 // pmrkit/checked_resource.hpp — a memory resource that catches misuse (in the spirit of BDE's
 // test allocator).
 //
-// checked_resource wraps its upstream and keeps a record of every block it hands out. It
-// detects and reports: a double free; a deallocate with the wrong size or alignment; a
-// pointer it never handed out (or one pointing inside a block); a write past the end or
-// before the start of a block (guard bytes around each block, checked when it is freed); a
-// write to freed memory (freed blocks are filled with a poison pattern and kept in a bounded
-// quarantine, checked when reused, when they leave the quarantine, by verify(), and at
-// destruction); and every block still live at destruction (count, bytes, sizes). New blocks
-// are filled with a pattern too, so reads of uninitialised memory are visible. A freed block
-// in quarantine is reused only for a later request of exactly its size and alignment (the
-// oldest such block first, after checking its poison), and only once half the quarantine's
-// blocks (quarantine_blocks / 2, at least one) have been freed after it, so that a stale pointer freed or
-// written through soon after the free is still caught; everything else comes from upstream.
+// checked_resource wraps its upstream and keeps a record of every block it hands out. It detects
+// and reports: a double free; a deallocate with the wrong size or alignment; a pointer it never
+// handed out (or one pointing inside a block); a write past the end or before the start of a block
+// (guard bytes around each block, checked when it is freed); a write to freed memory (freed blocks
+// are filled with a poison pattern and kept in a bounded quarantine, checked when reused, when they
+// leave the quarantine, by verify(), and at destruction); and every block still live at destruction
+// (count, bytes, sizes). New blocks are filled with a pattern too, so reads of uninitialised memory
+// are visible. A freed block in quarantine is reused only for a later request of exactly its size
+// and alignment (the oldest such block first, after checking its poison), and only once half the
+// quarantine's blocks (quarantine_blocks / 2, at least one) have been freed after it, so that a
+// stale pointer freed or written through soon after the free is still caught; everything else comes
+// from upstream.
 //
 // A violation found by allocate() or deallocate() is reported as the options say: by default
 // a message naming the violation on stderr, then std::abort(); with on_error = throw_error,
@@ -77,7 +77,7 @@ struct checked_stats {
   std::uint64_t quarantined_blocks = 0;    // freed, poisoned, not yet returned upstream
   std::uint64_t quarantined_bytes = 0;     // upstream bytes they hold, guards included
   std::uint64_t upstream_bytes_in_use = 0; // held from upstream now: live + quarantined + guards
-  std::uint64_t violations = 0;            // violations found (each reported or thrown)
+  std::uint64_t violations = 0;  // found: each reported, thrown, or recorded (on_error = record)
 };
 
 struct checked_block {
@@ -105,8 +105,9 @@ class checked_resource final : public std::pmr::memory_resource {
   // What destruction would report now: count, bytes and sizes of the live blocks; empty
   // when there are none.
   std::string leak_report() const;
-  // The violations kept under on_error = record: how many, and the messages of the first 16;
-  // empty when there are none.
+  // Under on_error = record: how many violations were counted (those allocate(), verify() and
+  // flush_quarantine() threw included), and the messages of the first 16 that deallocate()
+  // recorded; empty when there are none.
   std::string violation_report() const;
   // Checks the guards of every live block and the poison of every quarantined block now,
   // reporting the first damage found per on_error (damaged quarantined blocks are returned to

@@ -20,7 +20,7 @@ struct allocation_stats {
   std::uint64_t deallocations = 0;      // deallocate() calls
   std::uint64_t bytes_in_use = 0;       // allocated and not yet deallocated
   std::uint64_t peak_bytes_in_use = 0;  // high-water mark of bytes_in_use
-  std::uint64_t bytes_allocated = 0;    // total over the lifetime, never decreases
+  std::uint64_t bytes_allocated = 0;    // total since construction or the last reset_totals()
   std::uint64_t blocks_in_use() const noexcept { return allocations - deallocations; }
 };
 

@@ -308,9 +308,11 @@ void span_parser::learn_arena_block(std::uint64_t allocated, std::uint64_t used,
     const std::size_t wanted = allocated >= std::size_t{1} << 62
                                    ? options_.max_arena_block
                                    : std::bit_ceil(static_cast<std::size_t>(allocated));
+    // The pool's largest bucket: a larger block it would free on return.
+    const std::size_t largest_kept =
+        std::bit_ceil(std::min(pool_->options().max_capacity, std::size_t{1} << 62));
     arena_block_ = std::max(options_.initial_arena_block,
-                            std::min({options_.max_arena_block, pool_->options().max_capacity,
-                                      wanted}));
+                            std::min({options_.max_arena_block, largest_kept, wanted}));
     small_parses_ = 0;
   } else if (arena_block_ > options_.initial_arena_block && used <= arena_block_ / 2) {
     if (++small_parses_ == arena_block_decay) {

@@ -10,8 +10,8 @@ namespace pmrkit::protobuf::detail {
 namespace {
 
 // The rules below are those of libprotobuf 3.21's parser (parse_context.h and the code protoc
-// generates for span.proto). Where this reads differently, the tests in span_wire_check_test.cpp and
-// the span_parse fuzzer compare the two.
+// generates for span.proto). Where this reads differently, the tests in span_wire_check_test.cpp
+// and the span_parse fuzzer compare the two.
 
 enum class message_kind { span, sample, tag_entry };
 enum class field_kind { other, text, sample, tag_entry };
@@ -26,8 +26,10 @@ field_kind length_field_of(message_kind message, std::uint32_t number) {
       if (number == 11) return field_kind::tag_entry;            // tags
       return field_kind::other;
     case message_kind::sample:
-      if (number == 2 || number == 5 || number == 9) return field_kind::text;  // name, message, unit
-      if (number == 8) return field_kind::tag_entry;                           // tags
+      if (number == 2 || number == 5 || number == 9) {
+        return field_kind::text;  // name, message, unit
+      }
+      if (number == 8) return field_kind::tag_entry;  // tags
       return field_kind::other;
     case message_kind::tag_entry:  // a map entry: key = 1, value = 2
       return number == 1 || number == 2 ? field_kind::text : field_kind::other;

@@ -16,12 +16,13 @@
 // thread. stop() may be called from any thread and from a signal handler; stats(),
 // local_port() and pool() from any thread.
 // Ownership: the receiver holds one message buffer and one read buffer between calls, and each
-// connection with a frame begun holds the buffer it is assembled in until the frame is complete
-// or the connection closes. That buffer grows by doubling, in the pool's power-of-two sizes, to
-// the power of two at or above max_frame_size: under 2 × max_frame_size a connection, times
-// max_connections in all. All go back to the pool when the receiver is destroyed. With the constructor that takes a resource the
-// receiver owns its pool, so buffers a handler kept must be destroyed before the receiver;
-// with the one that takes a pool, the pool must outlive every buffer.
+// connection with a frame begun holds the buffer it is assembled in until the frame is complete or
+// the connection closes. That buffer grows geometrically (in power-of-two sizes up to the pool's
+// largest bucket, exact sizes past it), always under 2 × max_frame_size a connection, times
+// max_connections in all. All go back to the pool when the receiver is destroyed. With the
+// constructor that takes a resource the receiver owns its pool, so buffers a handler kept must be
+// destroyed before the receiver; with the one that takes a pool, the pool must outlive every
+// buffer.
 #pragma once
 
 #include <atomic>
@@ -54,8 +55,9 @@ struct tcp_receiver_options {
   std::size_t max_connections_per_peer = 64;
   // A connection that sends nothing for this long is closed and counted; 0: never.
   std::chrono::milliseconds idle_timeout = std::chrono::minutes(5);
-  // The read buffer, 512 .. 16 MiB; the pool rounds it up to its next size class, and each
-  // read() call fills as much of that as the connection has ready.
+  // The read buffer, 512 .. 16 MiB: up to the pool's largest bucket (1 MiB for the receiver's
+  // own pool) rounded up to a power of two, past it allocated at exactly this size. Each read()
+  // call fills as much of it as the connection has ready.
   std::size_t read_buffer_size = 64 * 1024;
   int listen_backlog = 128;
 };

@@ -75,8 +75,8 @@ class udp_receiver {
   explicit udp_receiver(const udp_receiver_options& options = {},
                         std::pmr::memory_resource* resource = std::pmr::get_default_resource());
   // Same, with buffers from `pool` (shared with other users; it must outlive the receiver and
-  // every buffer a handler kept). A pool whose max_capacity is below max_datagram_size still
-  // works, but cannot keep the buffers it gets back.
+  // every buffer a handler kept). A pool whose max_capacity, rounded up to a power of two, is
+  // below max_datagram_size still works, but cannot keep the buffers it gets back.
   udp_receiver(const udp_receiver_options& options, buffer_pool& pool);
   ~udp_receiver();
   udp_receiver(const udp_receiver&) = delete;

@@ -141,13 +141,15 @@ struct span_parser_options {
 struct span_parser_stats {
   std::uint64_t parsed = 0;           // spans handed to the callback
   std::uint64_t parse_errors = 0;     // datagrams that are not a valid span: counted, skipped
-  // Datagrams not parsed because memory ran out (the arena block from the pool, or the heap
-  // that libprotobuf takes long strings and arena growth from); the std::bad_alloc reached the
-  // caller. parsed + parse_errors + allocation_failures = datagrams offered.
+  // Datagrams not parsed because memory ran out (the arena block or the copy without unknown
+  // fields from the pool, or the heap that libprotobuf takes long strings and arena growth
+  // from); the std::bad_alloc reached the caller. parsed + parse_errors + allocation_failures =
+  // datagrams offered.
   std::uint64_t allocation_failures = 0;
   // Spans parsed with fields this schema does not have (a newer sender's), which the parser
   // drops before libprotobuf keeps them on the heap: they cost a copy of the datagram into a
-  // pooled buffer instead. Each is counted in parsed as well.
+  // pooled buffer instead. Each is also counted in parsed, or in allocation_failures if the
+  // parse then ran out of memory.
   std::uint64_t with_unknown_fields = 0;
   std::uint64_t arena_overflows = 0;  // parses that needed arena memory beyond the block
   std::size_t arena_block = 0;        // the block size the next parse will use

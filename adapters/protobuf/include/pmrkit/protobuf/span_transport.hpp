@@ -40,7 +40,9 @@ struct span_sender_stats {
   std::uint64_t bytes_sent = 0;
   std::uint64_t send_errors = 0;  // spans the kernel refused (ECONNREFUSED, EAGAIN, ...)
   std::uint64_t too_large = 0;    // spans over max_datagram_payload, dropped unsent
-  std::uint64_t batches = 0;      // sendmmsg calls (a refused span splits its batch in two)
+  // sendmmsg calls: one a flush, and one more for each span the kernel refuses (the call that
+  // reports it) and each call that resumes after a partial send or EINTR.
+  std::uint64_t batches = 0;
 };
 
 class span_sender {

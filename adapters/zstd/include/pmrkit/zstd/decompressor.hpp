@@ -1,15 +1,15 @@
 // pmrkit/zstd/decompressor.hpp — zstd decompression with a hard output limit.
 //
 // decompress() appends what a sequence of zstd frames holds to a caller-supplied byte_buffer, and
-// refuses, with output_limit_exceeded, input that declares or produces more than the limit —
-// before allocating for it: frames that declare their size are checked first and decoded in one
-// pass; a frame that does not is first decoded into a small scratch block, only to count its
-// output (stopping as soon as the total passes the limit), and then decoded again, with the
-// others, into exactly the room they need. The destination grows at most once per call, to exactly its size plus the
-// output. Corrupt, truncated and non-zstd input throws corrupt_frame, and so do the formats from
-// before zstd 1.0 (libzstd decodes them with memory of its own, from malloc, outside the resource
-// and any window limit). On any throw the destination is left exactly as it was: its bytes, size,
-// capacity and storage (data()).
+// refuses, with output_limit_exceeded, input that declares or produces more than the limit — before
+// allocating for it: frames that declare their size are checked first and decoded in one pass; a
+// frame that does not is first decoded into a small scratch block, only to count its output
+// (stopping as soon as the total passes the limit), and then decoded again, with the others, into
+// exactly the room they need. The destination grows at most once per call, to exactly its size plus
+// the output. Corrupt, truncated and non-zstd input throws corrupt_frame, and so do the formats
+// from before zstd 1.0 (libzstd decodes them with memory of its own, from malloc, outside the
+// resource and any window limit). On any throw the destination is left exactly as it was: its
+// bytes, size, capacity and storage (data()).
 // The zstd context's memory comes from the resource (the frame window, for streamed frames,
 // is at most 2^max_window_log bytes) and is kept for the next call; memory_bytes() reports it.
 // One thread at a time; move-only (a moved-from decompressor may only be destroyed or assigned

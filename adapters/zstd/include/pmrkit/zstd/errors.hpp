@@ -14,8 +14,8 @@ class error : public std::runtime_error {
 };
 
 // Input that is not a valid zstd frame: bad magic number, corrupt data, a truncated frame, a
-// checksum mismatch, a frame that produces more than its header declares, or one whose window
-// exceeds decompressor_options::max_window_log.
+// checksum mismatch, a frame that produces more than its header declares, or one without a
+// declared size whose window exceeds decompressor_options::max_window_log.
 class corrupt_frame : public error {
  public:
   using error::error;
