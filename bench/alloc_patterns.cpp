@@ -170,8 +170,10 @@ void alloc_mixed_shared(benchmark::State& state, const std::string& spec) {
       live_block fresh{r->allocate(stp.size, 8), stp.size};
       if ((at & 15) == 0) {
         // Hand this block to whichever thread next visits the slot; free what was there.
-        const std::uint64_t old = run.mailbox[at % mixed_shared_run::mailbox_slots].block.exchange(
-            pack(fresh.p, fresh.size), std::memory_order_acq_rel);
+        // at is a multiple of 16 here: every slot, not one in sixteen.
+        const std::uint64_t old =
+            run.mailbox[(at / 16) % mixed_shared_run::mailbox_slots].block.exchange(
+                pack(fresh.p, fresh.size), std::memory_order_acq_rel);
         fresh = old ? unpack(old) : live_block{r->allocate(stp.size, 8), stp.size};
       }
       b = fresh;

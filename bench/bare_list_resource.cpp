@@ -1,5 +1,6 @@
 #include "bare_list_resource.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <mutex>
@@ -36,6 +37,16 @@ struct slab_store {
 };
 slab_store store;
 std::atomic<std::size_t> large_bytes_in_use{0};  // relaxed: a statistic, off the list path
+std::atomic<std::size_t> peak_held{0};
+
+// After a slab or a large block is taken: off the list path, as the counters above.
+void raise_peak_held() noexcept {
+  const std::size_t now = bare_list_resource::held_bytes();
+  std::size_t peak = peak_held.load(std::memory_order_relaxed);
+  while (now > peak &&
+         !peak_held.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+  }
+}
 
 struct thread_lists {
   free_block* heads[largest / granule + 1] = {};
@@ -45,6 +56,7 @@ struct thread_lists {
   void* carve(std::size_t rounded) {
     if (static_cast<std::size_t>(bump_end - bump) < rounded) {
       void* slab = store.take();
+      raise_peak_held();
       bump = static_cast<std::byte*>(slab);
       bump_end = bump + slab_bytes;
     }
@@ -63,10 +75,15 @@ std::size_t bare_list_resource::held_bytes() noexcept {
          large_bytes_in_use.load(std::memory_order_relaxed);
 }
 
+std::size_t bare_list_resource::peak_held_bytes() noexcept {
+  return std::max(peak_held.load(std::memory_order_relaxed), held_bytes());
+}
+
 void* bare_list_resource::do_allocate(std::size_t bytes, std::size_t alignment) {
   if (bytes > largest || alignment > granule) {
     void* p = ::operator new(bytes, std::align_val_t{alignment});
     large_bytes_in_use.fetch_add(bytes, std::memory_order_relaxed);
+    raise_peak_held();
     return p;
   }
   const std::size_t index = (bytes + granule - 1) / granule;

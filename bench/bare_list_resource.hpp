@@ -14,8 +14,11 @@ namespace pmrkit::bench {
 class bare_list_resource final : public std::pmr::memory_resource {
  public:
   // Bytes all bare lists hold (process-wide: slabs are never returned before exit), plus the
-  // blocks above 4 KiB in use; for the peak_held_bytes counter.
+  // blocks above 4 KiB in use.
   static std::size_t held_bytes() noexcept;
+  // The most held_bytes() has been in this process, for the peak_held_bytes counter: by the
+  // time a row reports, its large blocks are freed and held_bytes() leaves them out.
+  static std::size_t peak_held_bytes() noexcept;
 
  private:
   void* do_allocate(std::size_t bytes, std::size_t alignment) override;

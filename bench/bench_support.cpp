@@ -301,7 +301,7 @@ void strategy_under_test::report_and_detach() {
 }
 
 std::uint64_t strategy_under_test::own_held_peak() const {
-  if (spec_ == "bare_list") return bare_list_resource::held_bytes();
+  if (spec_ == "bare_list") return bare_list_resource::peak_held_bytes();
   if (pool_) return pool_->below().stats().peak_bytes_in_use;
   return upstream_.stats().peak_bytes_in_use;  // 0 for a strategy that ignores its upstream
 }

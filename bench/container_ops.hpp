@@ -8,8 +8,9 @@
 //   Document      a tree of pmr::vector / pmr::string nodes shaped like a parsed JSON message:
 //                 2,000 records of 8 fields, a nested object and a tag array
 // One op = build the container, read it (look every key up and iterate; the document: walk it),
-// then destroy it (the maps: erase every other key in the order they were inserted, then
-// destroy the rest in the container's own order). The inputs are the same in every process (a fixed
+// then destroy it (the maps: erase every other key in the order they were inserted, looked up
+// through a key string reused from the read phase, then destroy the rest in the container's own
+// order). The inputs are the same in every process (a fixed
 // seed). Not thread-safe: an op runs on one thread; the inputs are made once
 // (prepare_container_inputs) and only read after.
 #pragma once
