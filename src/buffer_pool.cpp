@@ -144,6 +144,7 @@ pool_engine::pool_engine(std::pmr::memory_resource* memory, const buffer_pool_op
     : resource(memory), options(opts) {
   if (resource == nullptr) throw_bad_options("the memory resource must not be null");
   if (options.min_capacity == 0) throw_bad_options("min_capacity must be at least 1");
+  if (options.max_capacity == 0) throw_bad_options("max_capacity must be at least 1");
   if (options.min_capacity > largest_bucket) {
     throw_bad_options("min_capacity " + std::to_string(options.min_capacity) +
                       " is too large: at most " + std::to_string(largest_bucket) +

@@ -155,17 +155,25 @@ struct checked_resource::state {
     std::abort();
   }
 
-  // For deallocate(), which may return instead: under error_action::record the finding is kept
-  // (it was counted already) and the caller returns; otherwise it is raised.
-  void report_from_deallocate(const finding& f) {
-    if (options.on_error != checked_options::error_action::record) raise(f);
-    if (recorded.size() < max_recorded) {
+  // Counts a violation and, under error_action::record, keeps its message: every one, whether
+  // it is then thrown, printed or only recorded, so that violation_report() lists them in order.
+  const finding& count(const finding& f) {
+    ++counters.violations;
+    if (options.on_error == checked_options::error_action::record &&
+        recorded.size() < max_recorded) {
       try {
         recorded.push_back(text_of(f));
       } catch (const std::bad_alloc&) {
-        // Counted in violations all the same; only its text is lost.
+        // Counted all the same; only its text is lost.
       }
     }
+    return f;
+  }
+
+  // For deallocate(), which may return instead: under error_action::record the caller returns
+  // (the finding was counted and kept); otherwise it is raised.
+  void report_from_deallocate(const finding& f) const {
+    if (options.on_error != checked_options::error_action::record) raise(f);
   }
 
   std::size_t front_guard(std::size_t alignment) const noexcept {
@@ -220,7 +228,7 @@ struct checked_resource::state {
     while (!quarantine_by_age.empty() && over()) {
       const auto it = blocks.find(quarantine_by_age.begin()->second);
       if (auto damage = check_freed(it->second, when)) {
-        ++counters.violations;
+        count(*damage);
         if (!first) first = std::move(damage);
       }
       unquarantine(it->second);
@@ -236,8 +244,7 @@ struct checked_resource::state {
     for (const auto& [addr, r] : blocks) {
       auto damage = r.freed_order ? check_freed(r, when) : check_guards(r, when);
       if (!damage) continue;
-      ++counters.violations;
-      found.push_back(std::move(*damage));
+      found.push_back(count(*damage));
       if (r.freed_order) damaged_freed.push_back(addr);
     }
     for (const std::uintptr_t addr : damaged_freed) {
@@ -310,10 +317,8 @@ void* checked_resource::do_allocate(std::size_t bytes, std::size_t alignment) {
   state& s = *state_;
   const std::lock_guard guard(s.lock);
   if (!is_power_of_two(alignment)) {
-    ++s.counters.violations;
-    s.raise({allocation_violation::bad_alignment,
-             allocate_call(bytes, alignment) +
-                 ": the alignment must be a power of two"});
+    s.raise(s.count({allocation_violation::bad_alignment,
+                     allocate_call(bytes, alignment) + ": the alignment must be a power of two"}));
   }
 
   // Reuse the oldest quarantined block of exactly this shape, once it has waited (a block
@@ -326,7 +331,7 @@ void* checked_resource::do_allocate(std::size_t bytes, std::size_t alignment) {
     block_record& r = it->second;
     s.unquarantine(r);
     if (auto damage = check_freed(r, "it was about to be reused")) {
-      ++s.counters.violations;
+      s.count(*damage);
       s.give_back(it);
       s.raise(*damage);
     }
@@ -358,12 +363,11 @@ void* checked_resource::do_allocate(std::size_t bytes, std::size_t alignment) {
     if (below.raw + below.raw_bytes > raw) overlapped = &below;
   }
   if (overlapped) {
-    ++s.counters.violations;
     s.upstream->deallocate(raw, raw_bytes, alignment);
-    s.raise({allocation_violation::corrupt_upstream,
-             "upstream returned " + address(raw) + " (" + std::to_string(raw_bytes) +
-                 " bytes) for " + allocate_call(bytes, alignment) +
-                 ", overlapping " + describe(*overlapped) + ", which it holds"});
+    s.raise(s.count({allocation_violation::corrupt_upstream,
+                     "upstream returned " + address(raw) + " (" + std::to_string(raw_bytes) +
+                         " bytes) for " + allocate_call(bytes, alignment) + ", overlapping " +
+                         describe(*overlapped) + ", which it holds"}));
   }
   std::map<std::uintptr_t, block_record>::iterator placed;
   try {
@@ -388,7 +392,6 @@ void checked_resource::do_deallocate(void* p, std::size_t bytes, std::size_t ali
   const auto addr = reinterpret_cast<std::uintptr_t>(p);
   const auto it = s.blocks.find(addr);
   if (it == s.blocks.end()) {
-    ++s.counters.violations;
     std::string where = "a pointer this resource did not hand out (or one freed long ago "
                         "and already returned to upstream)";
     // The blocks are indexed by their user address, so a pointer into a block's front guard
@@ -407,27 +410,26 @@ void checked_resource::do_deallocate(void* p, std::size_t bytes, std::size_t ali
       where += describe(r) + (r.freed_order ? ", which is already freed" : "");
       break;
     }
-    s.report_from_deallocate({allocation_violation::unknown_pointer,
-                              call("deallocate", p, bytes, alignment) + " of " + where +
-                                  "; deallocate takes only what allocate returned"});
+    s.report_from_deallocate(s.count({allocation_violation::unknown_pointer,
+                                      call("deallocate", p, bytes, alignment) + " of " + where +
+                                          "; deallocate takes only what allocate returned"}));
     return;
   }
   block_record& r = it->second;
   if (r.freed_order) {
-    ++s.counters.violations;
-    s.report_from_deallocate({allocation_violation::double_free,
-                              call("deallocate", p, bytes, alignment) + " of " + describe(r) +
-                                  ", which was already freed; a block may be freed once"});
+    s.report_from_deallocate(
+        s.count({allocation_violation::double_free,
+                 call("deallocate", p, bytes, alignment) + " of " + describe(r) +
+                     ", which was already freed; a block may be freed once"}));
     return;
   }
   if (bytes != r.bytes || alignment != r.alignment) {
-    ++s.counters.violations;
     s.report_from_deallocate(
-        {bytes != r.bytes ? allocation_violation::wrong_size
-                          : allocation_violation::wrong_alignment,
-         call("deallocate", p, bytes, alignment) + " of " + describe(r) +
-             ": deallocate must be given the size and alignment passed to allocate; the "
-             "block is still allocated"});
+        s.count({bytes != r.bytes ? allocation_violation::wrong_size
+                                  : allocation_violation::wrong_alignment,
+                 call("deallocate", p, bytes, alignment) + " of " + describe(r) +
+                     ": deallocate must be given the size and alignment passed to allocate; "
+                     "the block is still allocated"}));
     return;
   }
 
@@ -435,7 +437,7 @@ void checked_resource::do_deallocate(void* p, std::size_t bytes, std::size_t ali
   s.counters.bytes_in_use -= r.bytes;
   ++s.counters.deallocations;
   if (auto damage = check_guards(r, "it was freed")) {
-    ++s.counters.violations;
+    s.count(*damage);
     s.give_back(it);  // freed all the same: the caller is done with it
     s.report_from_deallocate(*damage);
     return;

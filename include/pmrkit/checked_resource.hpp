@@ -11,8 +11,9 @@
 // are visible. A freed block in quarantine is reused only for a later request of exactly its size
 // and alignment (the oldest such block first, after checking its poison), and only once half the
 // quarantine's blocks (quarantine_blocks / 2, at least one) have been freed after it, so that a
-// stale pointer freed or written through soon after the free is still caught; everything else comes
-// from upstream.
+// stale pointer freed or written through soon after the free is still caught (a quarantine of one
+// block therefore never reuses it: the free it waits for evicts it); everything else comes from
+// upstream.
 //
 // A violation found by allocate() or deallocate() is reported as the options say: by default
 // a message naming the violation on stderr, then std::abort(); with on_error = throw_error,
@@ -106,8 +107,8 @@ class checked_resource final : public std::pmr::memory_resource {
   // when there are none.
   std::string leak_report() const;
   // Under on_error = record: how many violations were counted (those allocate(), verify() and
-  // flush_quarantine() threw included), and the messages of the first 16 that deallocate()
-  // recorded; empty when there are none.
+  // flush_quarantine() threw included) and the messages of the first 16, in the order found;
+  // empty when there are none.
   std::string violation_report() const;
   // Checks the guards of every live block and the poison of every quarantined block now,
   // reporting the first damage found per on_error (damaged quarantined blocks are returned to

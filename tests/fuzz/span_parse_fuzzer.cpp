@@ -6,7 +6,7 @@
 //    compared bit for bit, so NaNs round-trip too);
 //  - parsed + parse_errors counts every call; the pool's memory all comes back;
 //  - libprotobuf never logs while the parser runs (its wire check refuses text that is not
-//    UTF-8 first), and the wire check refuses nothing that libprotobuf's own parser accepts;
+//    UTF-8 first), and the wire check refuses exactly what libprotobuf's own parser refuses;
 //  - the copy without unknown fields that the parser makes is valid, has none, and parses.
 #include <google/protobuf/stubs/logging.h>
 #include <google/protobuf/util/message_differencer.h>
@@ -95,6 +95,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const bool libprotobuf_parsed = message.ParseFromArray(data, static_cast<int>(size));
     if (verdict == pb::detail::span_wire::refused && libprotobuf_parsed)
       broken("the wire check refused a datagram that libprotobuf accepts");
+    if (verdict != pb::detail::span_wire::refused && !libprotobuf_parsed)
+      broken("the wire check let through a datagram that libprotobuf refuses");
     if (verdict == pb::detail::span_wire::valid_with_unknown_fields && libprotobuf_parsed) {
       // The copy without unknown fields parses into the same span.
       std::vector<std::byte> known(size);

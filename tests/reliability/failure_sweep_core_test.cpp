@@ -136,6 +136,16 @@ TEST_CASE("failure sweep: catches each kind of mishandling", "[failure_sweep]") 
     });
     CHECK_THAT(message, Contains("step 2") && Contains("double free"));
   }
+  SECTION("a misused allocate whose error the operation swallows") {
+    const auto message = sweep_error_of([](holder& h) {
+      three_kept(h);
+      try {
+        h.memory->deallocate(h.memory->allocate(8, 3), 8, 3);  // 3 is no alignment
+      } catch (...) {
+      }
+    });
+    CHECK_THAT(message, Contains("memory was misused") && Contains("power of two"));
+  }
   SECTION("a wrong free in the subject's destructor") {
     // A destructor cannot throw: the checked resource's error ended the program.
     struct frees_wrongly {

@@ -448,6 +448,11 @@ TEST_CASE("options that cannot work are rejected with what is allowed", "[buffer
   options.min_capacity = 0;
   CHECK_THROWS_WITH(buffer_pool(&a.counting, options),
                     Catch::Contains("min_capacity must be at least 1"));
+  options = {};
+  options.min_capacity = 1;
+  options.max_capacity = 0;  // rounded up, 0 would be 1
+  CHECK_THROWS_WITH(buffer_pool(&a.counting, options),
+                    Catch::Contains("max_capacity must be at least 1"));
 
   options = {};
   options.min_capacity = 3000;

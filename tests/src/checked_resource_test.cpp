@@ -173,13 +173,19 @@ TEST_CASE("checked: on_error = record keeps a bad free's report and returns", "[
   CHECK_THAT(report, Catch::Contains("3 violations recorded") &&
                          Catch::Contains("wrong size") && Catch::Contains("double free") &&
                          Catch::Contains("did not hand out"));
-  // allocate() has nothing to return instead: it throws as throw_error does.
+  // allocate() has nothing to return instead: it throws as throw_error does, and its message is
+  // kept with the others (a caller's catch (...) may swallow what it threw).
   CHECK(caught([&] { (void)r.allocate(8, 3); }).violation() ==
         allocation_violation::bad_alignment);
+  CHECK_THAT(r.violation_report(), Catch::Contains("4 violations recorded\n") &&
+                                       Catch::Contains("must be a power of two"));
   // Only the first 16 messages are kept; every violation is counted.
   for (int i = 0; i < 20; ++i) r.deallocate(&stack_value, 4, 4);
   CHECK(r.stats().violations == 24);
   CHECK_THAT(r.violation_report(), Catch::Contains("24 violations recorded (the first 16 below)"));
+  const std::string all = r.violation_report();  // in the order found
+  CHECK(all.find("wrong size") < all.find("double free"));
+  CHECK(all.find("double free") < all.find("power of two"));
 }
 
 TEST_CASE("checked: a quarantined block is reused once half the quarantine was freed after it",

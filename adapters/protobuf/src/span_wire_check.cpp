@@ -64,10 +64,10 @@ bool is_known_scalar(message_kind message, std::uint32_t tag) {
   return false;
 }
 
-// libprotobuf refuses more than 100 nested messages and groups. Allowing a few more here loses
-// nothing (it refuses those without reading their strings), where one fewer would refuse
-// datagrams it accepts.
-constexpr int max_depth = 128;
+// libprotobuf refuses more than 100 nested messages and groups, and so does this, exactly: one
+// level fewer would refuse datagrams it accepts, and one more would let the parser accept, in
+// its copy without unknown fields, unknown groups nested deeper than libprotobuf parses.
+constexpr int max_depth = 100;
 
 // The bytes of one message: the datagram, or a submessage's length.
 class wire_reader {

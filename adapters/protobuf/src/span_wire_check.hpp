@@ -26,11 +26,11 @@ enum class span_wire {
   valid_with_unknown_fields,
 };
 
-// Refused only for bytes libprotobuf's parser refuses as well, so nothing it would accept is
-// lost; and on bytes not refused, every string that libprotobuf reads was checked here (a span's
-// service, name and tags; a sample's name, message, unit and tags), so it never logs. The
-// rules are libprotobuf's: unknown fields of every wire type, nested groups, non-minimal
-// varints, repeated and out-of-order fields.
+// Refused exactly when libprotobuf's parser refuses the bytes, so nothing it would accept is lost,
+// nor parsed that it would not; and on bytes not refused, every string that libprotobuf reads was
+// checked here (a span's service, name and tags; a sample's name, message, unit and tags), so it
+// never logs. The rules are libprotobuf's: unknown fields of every wire type, nested groups,
+// non-minimal varints, repeated and out-of-order fields.
 span_wire check_span_wire(std::span<const std::byte> wire) noexcept;
 
 // For bytes check_span_wire() found valid_with_unknown_fields: writes them to `out` (room for

@@ -144,9 +144,9 @@ failure_sweep_result failure_sweep(Make&& make, Operation&& operation, Usable&& 
         }
       }
     }
-    // A wrong free first: it may also leave its block live.
+    // Misuse first: a wrong free may also leave its block live.
     if (checked.stats().violations != 0)
-      throw failure_sweep_error(at + "a block was freed wrongly: " + checked.violation_report());
+      throw failure_sweep_error(at + "memory was misused: " + checked.violation_report());
     if (checked.stats().blocks_in_use != 0)
       throw failure_sweep_error(at + "memory leaked once the object was destroyed: " +
                                 checked.leak_report());
