@@ -8,8 +8,6 @@
 //  - libprotobuf never logs while the parser runs (its wire check refuses text that is not
 //    UTF-8 first), and the wire check refuses exactly what libprotobuf's own parser refuses;
 //  - the copy without unknown fields that the parser makes is valid, has none, and parses.
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/stubs/logging.h>
 
 #include <cstddef>
@@ -25,6 +23,7 @@
 #include "pmrkit/protobuf/span_codec.hpp"
 #include "pmrkit/ssf/span.pb.h"
 #include "span_wire_check.hpp"
+#include "../adapters/protobuf/deterministic_bytes.hpp"
 
 namespace {
 
@@ -43,18 +42,7 @@ const bool log_handler_installed = [] {
 using pmrkit::fuzz::broken;
 namespace pb = pmrkit::protobuf;
 
-// A message's bytes with its maps in key order: equal for equal messages, floats compared bit
-// for bit (MessageDifferencer calls two NaNs different).
-std::string deterministic_bytes(const pmrkit::ssf::SSFSpan& message) {
-  std::string out;
-  {
-    ::google::protobuf::io::StringOutputStream stream(&out);
-    ::google::protobuf::io::CodedOutputStream coded(&stream);
-    coded.SetSerializationDeterministic(true);
-    message.SerializeToCodedStream(&coded);
-  }
-  return out;
-}
+using pmrkit::test::deterministic_bytes;
 
 bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 

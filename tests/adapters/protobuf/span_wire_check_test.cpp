@@ -5,8 +5,6 @@
 // parser of the generated message.
 #include "span_wire_check.hpp"
 
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/stubs/logging.h>
 
 #include <catch2/catch.hpp>
@@ -17,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "deterministic_bytes.hpp"
 #include "pmrkit/buffer_pool.hpp"
 #include "pmrkit/protobuf/span_codec.hpp"
 #include "pmrkit/ssf/span.pb.h"
@@ -80,18 +79,7 @@ bytes without_unknown_fields(const bytes& b) {
   return out;
 }
 
-// A message's bytes with its maps in key order: equal for equal messages, floats compared bit
-// for bit (MessageDifferencer calls two NaNs different).
-std::string deterministic_bytes(const pmrkit::ssf::SSFSpan& message) {
-  std::string out;
-  {
-    ::google::protobuf::io::StringOutputStream stream(&out);
-    ::google::protobuf::io::CodedOutputStream coded(&stream);
-    coded.SetSerializationDeterministic(true);
-    message.SerializeToCodedStream(&coded);
-  }
-  return out;
-}
+using pmrkit::test::deterministic_bytes;
 
 bool has_unknown_fields(const pmrkit::ssf::SSFSpan& span) {
   if (!span.GetReflection()->GetUnknownFields(span).empty()) return true;
