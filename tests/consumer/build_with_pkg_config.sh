@@ -4,7 +4,9 @@
 #   tests/consumer/build_with_pkg_config.sh PREFIX WORK_DIR [C++ compiler]
 # Once with the core (pkg-config pmrkit), once with the adapters (pmrkit-bson, pmrkit-zstd and
 # pmrkit-protobuf, which brings pmrkit-datagram). No --static: the .pc files of static
-# archives list what every link needs.
+# archives list what every link needs. Each program is linked with a run path to the install's
+# libdir, as the README tells users of a shared build outside the loader's paths to do (a
+# static build's programs need none, and the option costs them nothing).
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 PREFIX WORK_DIR [CXX]" >&2; exit 2; }
 prefix=$1 work=$2 cxx=${3:-${CXX:-c++}}
@@ -23,7 +25,10 @@ build_and_run() {
   # its output into words (the .pc files are the install's own, under test here).
   eval "flags=($(pkg-config --cflags --libs "$@"))"
   echo "$name: pkg-config --cflags --libs $*: ${flags[*]}"
-  "$cxx" -std=c++20 ${define:+"$define"} "${sources[@]}" -o "$work/$name" "${flags[@]}"
+  local libdir
+  eval "libdir=$(pkg-config --variable=libdir pmrkit)"  # unescapes a space, as above
+  "$cxx" -std=c++20 ${define:+"$define"} "${sources[@]}" -o "$work/$name" "${flags[@]}" \
+    "-Wl,-rpath,$libdir"
   "$work/$name"
 }
 
