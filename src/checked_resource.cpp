@@ -281,6 +281,17 @@ struct checked_resource::state {
     text.append("; the oldest is ").append(describe(*oldest));
     return text;
   }
+
+  std::string violation_report() const {
+    if (options.on_error != checked_options::error_action::record || counters.violations == 0)
+      return {};
+    std::string text = std::to_string(counters.violations) + " violation" +
+                       (counters.violations == 1 ? "" : "s") + " recorded";
+    if (counters.violations > recorded.size())
+      text += " (the first " + std::to_string(recorded.size()) + " below)";
+    for (const std::string& message : recorded) text += "\n" + message;
+    return text;
+  }
 };
 
 checked_resource::checked_resource(checked_options options, std::pmr::memory_resource* upstream)
@@ -298,6 +309,16 @@ checked_resource::checked_resource(checked_options options, std::pmr::memory_res
 checked_resource::~checked_resource() {
   state& s = *state_;
   const std::lock_guard guard(s.lock);
+  // What on_error = record kept would otherwise be lost with the resource (one made from a
+  // spec has an owner that never sees the checked_resource type): listed before the damage
+  // found below, which is printed as found.
+  try {
+    if (const std::string recorded = s.violation_report(); !recorded.empty())
+      std::fprintf(stderr, "pmrkit checked_resource: at destruction, %s\n", recorded.c_str());
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "pmrkit checked_resource: at destruction, %llu violations recorded\n",
+                 static_cast<unsigned long long>(s.counters.violations));
+  }
   const std::vector<finding> damage = s.check_all("the resource was destroyed");
   for (const finding& f : damage)
     std::fprintf(stderr, "pmrkit checked_resource: %s: %s\n",
@@ -499,15 +520,7 @@ std::string checked_resource::leak_report() const {
 
 std::string checked_resource::violation_report() const {
   const std::lock_guard guard(state_->lock);
-  const state& s = *state_;
-  if (s.options.on_error != checked_options::error_action::record || s.counters.violations == 0)
-    return {};
-  std::string text = std::to_string(s.counters.violations) + " violation" +
-                     (s.counters.violations == 1 ? "" : "s") + " recorded";
-  if (s.counters.violations > s.recorded.size())
-    text += " (the first " + std::to_string(s.recorded.size()) + " below)";
-  for (const std::string& message : s.recorded) text += "\n" + message;
-  return text;
+  return state_->violation_report();
 }
 
 void checked_resource::verify() {

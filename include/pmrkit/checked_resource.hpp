@@ -19,7 +19,9 @@
 // a message naming the violation on stderr, then std::abort(); with on_error = throw_error,
 // pmrkit::allocation_error (allocation_error.hpp) so tests can assert; with on_error = record,
 // one found by deallocate() is counted and kept for violation_report(), and the call returns
-// (for code under test that frees in a destructor, which must not throw). The resource's state
+// (for code under test that frees in a destructor, which must not throw; and for a service that
+// should log misuse and carry on: what was recorded is printed when the resource is destroyed,
+// so a resource made from a spec loses none of it). The resource's state
 // stays consistent after a throw: a bad deallocate changes nothing (the block stays live), a
 // block whose guard bytes were overwritten is still freed, and so is the block of a deallocate
 // that found damage in another block as that one left the quarantine. Destructors cannot throw, so

@@ -10,7 +10,7 @@ namespace {
 
 constexpr checked_options defaults{};
 // Indexed by the enums' values, so that a choice, its enum and its default cannot disagree.
-constexpr std::string_view on_error_values[] = {"abort", "throw"};            // error_action
+constexpr std::string_view on_error_values[] = {"abort", "throw", "record"};  // error_action
 constexpr std::string_view on_leak_values[] = {"report", "abort", "ignore"};  // leak_action
 
 template <class Enum, std::size_t N>
@@ -26,7 +26,8 @@ Enum value_of(std::string_view name, const std::string_view (&names)[N]) {
 
 constexpr option_definition option_table[] = {
     choice_option("on_error", name_of(defaults.on_error, on_error_values), on_error_values,
-                  "what a violation does: print and abort, or throw pmrkit::allocation_error"),
+                  "what a violation does: print and abort; throw pmrkit::allocation_error; or, "
+                  "for a bad free, count it, keep its message and return (listed at destruction)"),
     choice_option("on_leak", name_of(defaults.on_leak, on_leak_values), on_leak_values,
                   "blocks live at destruction: list them on stderr, abort, or say nothing"),
     size_option("guard", defaults.guard_bytes, 0, checked_options::max_guard_bytes,
@@ -56,8 +57,8 @@ extern const strategy_definition checked{
     .name = "checked",
     .summary = "wraps upstream and checks every use: double or foreign frees, wrong size or "
                "alignment, overruns (guard bytes), writes after free (poisoned quarantine), "
-               "blocks live at destruction; on_error=abort|throw; thread-safe (one mutex); for "
-               "tests and debugging",
+               "blocks live at destruction; on_error=abort|throw|record; thread-safe (one "
+               "mutex); for tests and debugging",
     .can = {.thread_safe = true, .uses_upstream = true, .reuses_memory = true},
     .options = option_table,
     .make = make,

@@ -595,6 +595,31 @@ TEST_CASE("checked: damage found at destruction is printed, and aborts by defaul
              Contains("write after free") && Contains("the resource was destroyed"));
 }
 
+TEST_CASE("checked: on_error=record from a spec returns from a bad free, keeps serving, and "
+          "lists what it recorded at destruction",
+          "[checked][abort]") {
+  const auto outcome = pmrkit::test::run_in_child([] {
+    const auto r = pmrkit::make_resource("checked:on_error=record");
+    void* p = r->allocate(24, 8);
+    r->deallocate(p, 24, 8);
+    r->deallocate(p, 24, 8);  // recorded; the call returns
+    void* q = r->allocate(40, 8);
+    r->deallocate(q, 40, 8);
+  });
+  CHECK_FALSE(outcome.aborted);
+  CHECK(outcome.exit_code == 0);
+  CHECK_THAT(outcome.stderr_text,
+             Contains("pmrkit checked_resource: at destruction, 1 violation recorded\n") &&
+                 Contains("double free"));
+  // A resource that recorded nothing says nothing.
+  const auto clean = pmrkit::test::run_in_child([] {
+    const auto r = pmrkit::make_resource("checked:on_error=record");
+    r->deallocate(r->allocate(24, 8), 24, 8);
+  });
+  CHECK(clean.exit_code == 0);
+  CHECK(clean.stderr_text.empty());
+}
+
 TEST_CASE("checked: leaks are reported at destruction; on_leak decides what follows",
           "[checked][abort]") {
   const auto leak_with = [](checked_options::leak_action action) {
