@@ -11,7 +11,8 @@
 # (compare builds nothing; replay first checks that TRACE can be read). --help prints this.
 # CI-only stages, also usable by hand: sanitize (ASan+UBSan, then ThreadSanitizer on the
 # concurrent tests), fuzz [SECONDS] (libFuzzer targets, bounded), consumer (install the package,
-# check its exported link interface, build tests/consumer against it with CMake and pkg-config).
+# check its exported link interface, build tests/consumer against it with CMake and pkg-config),
+# shared (the same with -DBUILD_SHARED_LIBS=ON, after the tests in that build).
 set -euo pipefail
 readonly caller_dir=$PWD  # files named relative to where ./run.sh was called from
 cd "$(dirname "$0")"
@@ -65,6 +66,17 @@ build() {  # build DIR [cmake options...]
 # these builds, and once stopped a CI run that every local run had passed.
 build_strict() {  # build_strict DIR [cmake options...]
   CI=true build "$@"
+}
+
+# Installs what build DIR holds into a scratch prefix and builds tests/consumer against it, with
+# CMake and with pkg-config, as a user of the installed package would.
+check_consumer() {  # check_consumer DIR
+  consumer_prefix=$(mktemp -d)  # global: the exit trap runs after this function has returned
+  trap 'rm -rf "$consumer_prefix"' EXIT  # each run left a whole install tree in /tmp
+  cmake --install "$1" --prefix "$consumer_prefix" >/dev/null
+  cmake -DPREFIX="$consumer_prefix" -P tests/consumer/check_exported_link_interface.cmake
+  tests/consumer/build_with_cmake.sh "$consumer_prefix" "$1-consumer"
+  tests/consumer/build_with_pkg_config.sh "$consumer_prefix" "$1-consumer-pkg-config"
 }
 
 # The header comment above, the lines after the shebang up to the first that is not a comment.
@@ -141,12 +153,15 @@ case "$cmd" in
   consumer)
     ensure_packages
     build build -DPMRKIT_BUILD_TESTS=ON
-    prefix=$(mktemp -d)
-    trap 'rm -rf "$prefix"' EXIT  # each run left a whole install tree in /tmp
-    cmake --install build --prefix "$prefix" >/dev/null
-    cmake -DPREFIX="$prefix" -P tests/consumer/check_exported_link_interface.cmake
-    tests/consumer/build_with_cmake.sh "$prefix" build-consumer
-    tests/consumer/build_with_pkg_config.sh "$prefix" build-consumer-pkg-config
+    check_consumer build
+    ;;
+  shared)
+    # Every other stage builds static archives; the README offers shared libraries too.
+    ensure_packages
+    build_strict build-shared -DBUILD_SHARED_LIBS=ON -DPMRKIT_BUILD_TESTS=ON \
+      -DPMRKIT_BUILD_BENCH=OFF
+    ctest --test-dir build-shared --output-on-failure -j2
+    check_consumer build-shared
     ;;
   -h|--help|help)
     usage
