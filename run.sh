@@ -8,7 +8,8 @@
 #
 # Each command first installs the Debian packages pmrkit needs (with apt-get when run as root;
 # otherwise it prints the exact apt-get line and stops), then configures and builds in build/
-# (compare builds nothing; replay first checks that TRACE can be read). --help prints this.
+# (compare builds nothing and needs only SciPy and NumPy; replay first checks that TRACE can be
+# read). --help prints this.
 # CI-only stages, also usable by hand: sanitize (ASan+UBSan, then ThreadSanitizer on the
 # concurrent tests), fuzz [SECONDS] (libFuzzer targets, bounded), consumer (install the package,
 # check its exported link interface, build tests/consumer against it with CMake and pkg-config),
@@ -34,9 +35,10 @@ readonly packages=(
   libjemalloc2 libtcmalloc-minimal4 bsdutils libclang-rt-14-dev heaptrack
 )
 
-ensure_packages() {
-  local missing=()
-  for p in "${packages[@]}"; do
+ensure_packages() {  # ensure_packages [PACKAGE...]: those given, or all of the above
+  local wanted=("$@") missing=()
+  [ ${#wanted[@]} -eq 0 ] && wanted=("${packages[@]}")
+  for p in "${wanted[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
       missing+=("$p")
   done
@@ -118,7 +120,7 @@ case "$cmd" in
       echo "usage: ./run.sh compare OLD.json NEW.json [--workload NAME] [--csv FILE]" >&2
       exit 2
     fi
-    ensure_packages
+    ensure_packages python3-scipy python3-numpy  # all it reads two JSON files with
     # The runs and a --csv file are named from where ./run.sh was called, not from here.
     args=()
     while [ $# -gt 0 ]; do
