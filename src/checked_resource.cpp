@@ -17,6 +17,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -141,7 +142,7 @@ struct checked_resource::state {
   std::uint64_t next_freed_order = 1;
 
   static constexpr std::size_t max_recorded = 16;
-  std::vector<std::string> recorded;  // under error_action::record: the first messages
+  std::vector<std::string> recorded;  // under error_action::record and log: the first messages
 
   static std::string text_of(const finding& f) {
     return "pmrkit checked_resource: " + std::string(to_string(f.violation)) + ": " + f.message;
@@ -155,12 +156,18 @@ struct checked_resource::state {
     std::abort();
   }
 
-  // Counts a violation and, under error_action::record, keeps its message: every one, whether
-  // it is then thrown, printed or only recorded, so that violation_report() lists them in order.
+  // Whether a bad deallocate() returns instead of raising.
+  bool keeps_violations() const noexcept {
+    return options.on_error == checked_options::error_action::record ||
+           options.on_error == checked_options::error_action::log;
+  }
+
+  // Counts a violation and, under error_action::record and log, keeps its message: every one,
+  // whether it is then thrown, printed or only kept, so that violation_report() lists them in
+  // order.
   const finding& count(const finding& f) {
     ++counters.violations;
-    if (options.on_error == checked_options::error_action::record &&
-        recorded.size() < max_recorded) {
+    if (keeps_violations() && recorded.size() < max_recorded) {
       try {
         recorded.push_back(text_of(f));
       } catch (const std::bad_alloc&) {
@@ -170,10 +177,16 @@ struct checked_resource::state {
     return f;
   }
 
-  // For deallocate(), which may return instead: under error_action::record the caller returns
-  // (the finding was counted and kept); otherwise it is raised.
+  // For deallocate(), which may return instead: under error_action::record and log the caller
+  // returns (the finding was counted and kept; under log, printed too); otherwise it is raised.
   void report_from_deallocate(const finding& f) const {
-    if (options.on_error != checked_options::error_action::record) raise(f);
+    if (!keeps_violations()) raise(f);
+    if (options.on_error == checked_options::error_action::log) {
+      // As text_of() reads, without allocating: the caller goes on, whatever memory is left.
+      const std::string_view name = to_string(f.violation);
+      std::fprintf(stderr, "pmrkit checked_resource: %.*s: %s\n", static_cast<int>(name.size()),
+                   name.data(), f.message.c_str());
+    }
   }
 
   std::size_t front_guard(std::size_t alignment) const noexcept {
@@ -283,8 +296,7 @@ struct checked_resource::state {
   }
 
   std::string violation_report() const {
-    if (options.on_error != checked_options::error_action::record || counters.violations == 0)
-      return {};
+    if (!keeps_violations() || counters.violations == 0) return {};
     std::string text = std::to_string(counters.violations) + " violation" +
                        (counters.violations == 1 ? "" : "s") + " recorded";
     if (counters.violations > recorded.size())
@@ -309,16 +321,6 @@ checked_resource::checked_resource(checked_options options, std::pmr::memory_res
 checked_resource::~checked_resource() {
   state& s = *state_;
   const std::lock_guard guard(s.lock);
-  // What on_error = record kept would otherwise be lost with the resource (one made from a
-  // spec has an owner that never sees the checked_resource type): listed before the damage
-  // found below, which is printed as found.
-  try {
-    if (const std::string recorded = s.violation_report(); !recorded.empty())
-      std::fprintf(stderr, "pmrkit checked_resource: at destruction, %s\n", recorded.c_str());
-  } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "pmrkit checked_resource: at destruction, %llu violations recorded\n",
-                 static_cast<unsigned long long>(s.counters.violations));
-  }
   const std::vector<finding> damage = s.check_all("the resource was destroyed");
   for (const finding& f : damage)
     std::fprintf(stderr, "pmrkit checked_resource: %s: %s\n",

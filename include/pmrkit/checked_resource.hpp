@@ -19,9 +19,9 @@
 // a message naming the violation on stderr, then std::abort(); with on_error = throw_error,
 // pmrkit::allocation_error (allocation_error.hpp) so tests can assert; with on_error = record,
 // one found by deallocate() is counted and kept for violation_report(), and the call returns
-// (for code under test that frees in a destructor, which must not throw; and for a service that
-// should log misuse and carry on: what was recorded is printed when the resource is destroyed,
-// so a resource made from a spec loses none of it). The resource's state
+// (for code under test that frees in a destructor, which must not throw); with on_error = log,
+// the same, and its message goes to stderr as it is found (for a service that should log misuse
+// and carry on: its resource, installed as the default, may never be destroyed). The state
 // stays consistent after a throw: a bad deallocate changes nothing (the block stays live), a
 // block whose guard bytes were overwritten is still freed, and so is the block of a deallocate
 // that found damage in another block as that one left the quarantine. Destructors cannot throw, so
@@ -49,7 +49,8 @@ struct checked_options {
   // record: a violation that deallocate() finds is counted in violations and its message kept
   // (violation_report()), and the call returns having freed nothing more than throw_error
   // would; everything else (allocate(), verify(), flush_quarantine()) throws as throw_error.
-  enum class error_action { abort, throw_error, record };
+  // log: as record, and each message that deallocate() finds is also printed to stderr then.
+  enum class error_action { abort, throw_error, log, record };
   enum class leak_action { report, abort, ignore };
 
   error_action on_error = error_action::abort;

@@ -10,7 +10,11 @@ namespace {
 
 constexpr checked_options defaults{};
 // Indexed by the enums' values, so that a choice, its enum and its default cannot disagree.
-constexpr std::string_view on_error_values[] = {"abort", "throw", "record"};  // error_action
+// error_action's last value, record, has no name here: it keeps violations for a caller to read
+// (violation_report()), and a resource made from a spec has no such caller; log prints them.
+constexpr std::string_view on_error_values[] = {"abort", "throw", "log"};  // error_action
+static_assert(std::size(on_error_values) ==
+              static_cast<std::size_t>(checked_options::error_action::record));
 constexpr std::string_view on_leak_values[] = {"report", "abort", "ignore"};  // leak_action
 
 template <class Enum, std::size_t N>
@@ -27,7 +31,7 @@ Enum value_of(std::string_view name, const std::string_view (&names)[N]) {
 constexpr option_definition option_table[] = {
     choice_option("on_error", name_of(defaults.on_error, on_error_values), on_error_values,
                   "what a violation does: print and abort; throw pmrkit::allocation_error; or, "
-                  "for a bad free, count it, keep its message and return (listed at destruction)"),
+                  "for a bad free, print it and return (the program goes on)"),
     choice_option("on_leak", name_of(defaults.on_leak, on_leak_values), on_leak_values,
                   "blocks live at destruction: list them on stderr, abort, or say nothing"),
     size_option("guard", defaults.guard_bytes, 0, checked_options::max_guard_bytes,
@@ -57,7 +61,7 @@ extern const strategy_definition checked{
     .name = "checked",
     .summary = "wraps upstream and checks every use: double or foreign frees, wrong size or "
                "alignment, overruns (guard bytes), writes after free (poisoned quarantine), "
-               "blocks live at destruction; on_error=abort|throw|record; thread-safe (one "
+               "blocks live at destruction; on_error=abort|throw|log; thread-safe (one "
                "mutex); for tests and debugging",
     .can = {.thread_safe = true, .uses_upstream = true, .reuses_memory = true},
     .options = option_table,

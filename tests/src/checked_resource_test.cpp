@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 #include <cstddef>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory_resource>
 #include <new>
@@ -595,29 +597,50 @@ TEST_CASE("checked: damage found at destruction is printed, and aborts by defaul
              Contains("write after free") && Contains("the resource was destroyed"));
 }
 
-TEST_CASE("checked: on_error=record from a spec returns from a bad free, keeps serving, and "
-          "lists what it recorded at destruction",
+TEST_CASE("checked: on_error=log from PMRKIT_STRATEGY prints a bad free as it happens, and the "
+          "program goes on",
           "[checked][abort]") {
+  // The installed default is never destroyed: a report kept for destruction would never come.
   const auto outcome = pmrkit::test::run_in_child([] {
-    const auto r = pmrkit::make_resource("checked:on_error=record");
-    void* p = r->allocate(24, 8);
-    r->deallocate(p, 24, 8);
-    r->deallocate(p, 24, 8);  // recorded; the call returns
-    void* q = r->allocate(40, 8);
-    r->deallocate(q, 40, 8);
+    setenv("PMRKIT_STRATEGY", "checked:on_error=log", 1);
+    std::pmr::memory_resource& r = pmrkit::install_default_from_env();
+    void* p = r.allocate(24, 8);
+    r.deallocate(p, 24, 8);
+    r.deallocate(p, 24, 8);  // printed now; the call returns
+    std::fputs("carried on\n", stderr);
+    void* q = r.allocate(40, 8);
+    r.deallocate(q, 40, 8);
   });
   CHECK_FALSE(outcome.aborted);
   CHECK(outcome.exit_code == 0);
-  CHECK_THAT(outcome.stderr_text,
-             Contains("pmrkit checked_resource: at destruction, 1 violation recorded\n") &&
-                 Contains("double free"));
-  // A resource that recorded nothing says nothing.
-  const auto clean = pmrkit::test::run_in_child([] {
-    const auto r = pmrkit::make_resource("checked:on_error=record");
-    r->deallocate(r->allocate(24, 8), 24, 8);
-  });
-  CHECK(clean.exit_code == 0);
-  CHECK(clean.stderr_text.empty());
+  const std::string& text = outcome.stderr_text;
+  const auto violation = text.find("pmrkit checked_resource: double free: deallocate(");
+  REQUIRE(violation != std::string::npos);
+  CHECK(violation < text.find("carried on"));
+}
+
+TEST_CASE("checked: on_error=log keeps what it printed for violation_report(); record prints "
+          "nothing",
+          "[checked][abort]") {
+  const auto misuse = [](checked_options::error_action action) {
+    return pmrkit::test::run_in_child([action] {
+      checked_options o;
+      o.on_error = action;
+      checked_resource r(o);
+      void* p = r.allocate(24, 8);
+      r.deallocate(p, 24, 8);
+      r.deallocate(p, 24, 8);
+      if (r.violation_report().find("1 violation recorded") == std::string::npos) std::_Exit(4);
+    });
+  };
+  const auto logged = misuse(checked_options::error_action::log);
+  CHECK(logged.exit_code == 0);
+  CHECK_THAT(logged.stderr_text, Contains("pmrkit checked_resource: double free: deallocate("));
+  // record is for a harness that reads the report itself (failure_sweep): not a word, not even
+  // when the resource is destroyed.
+  const auto recorded = misuse(checked_options::error_action::record);
+  CHECK(recorded.exit_code == 0);
+  CHECK(recorded.stderr_text.empty());
 }
 
 TEST_CASE("checked: leaks are reported at destruction; on_leak decides what follows",

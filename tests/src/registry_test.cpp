@@ -284,7 +284,7 @@ TEST_CASE("describe_strategy gives a strategy's capabilities and options", "[reg
   CHECK(info.options[0].default_value == "64K");
   CHECK(info.options[0].max == (std::size_t{1} << 20));
   const auto checked = pmrkit::describe_strategy("checked");
-  CHECK(checked.options[0].allowed == std::vector<std::string>{"abort", "throw", "record"});
+  CHECK(checked.options[0].allowed == std::vector<std::string>{"abort", "throw", "log"});
   REQUIRE_THROWS_WITH(pmrkit::describe_strategy("jemalloc"),
                       Contains("jemalloc") && Contains("size_class"));
 }
