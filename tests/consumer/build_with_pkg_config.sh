@@ -27,6 +27,9 @@ build_and_run() {
   echo "$name: pkg-config --cflags --libs $*: ${flags[*]}"
   local libdir
   eval "libdir=$(pkg-config --variable=libdir pmrkit)"  # unescapes a space, as above
+  # Absolute: the .pc files are relative to themselves, so a relative PKG_CONFIG_PATH gives a
+  # relative libdir, which the loader would resolve from the current directory.
+  libdir=$(cd "$libdir" && pwd -P)
   "$cxx" -std=c++20 ${define:+"$define"} "${sources[@]}" -o "$work/$name" "${flags[@]}" \
     "-Wl,-rpath,$libdir"
   "$work/$name"
